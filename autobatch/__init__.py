@@ -1,0 +1,40 @@
+"""autobatch: write per-instance code, get batched execution.
+
+    import autobatch as dy
+
+runs DyNet-style programs: expressions record nodes of a lazy graph; when a value is
+needed, a Cython scheduler groups same-signature nodes across the whole minibatch
+into batched kernels, forward and backward.
+"""
+from autobatch._core import (
+    ComputationGraph, Expression, Parameters, LookupParameters, Frontier,
+    DimensionError, StaleExpressionError,
+    renew_cg, cg_version, cg, set_random_seed,
+    register_strategy, available_strategies, set_default_strategy, default_strategy,
+    parameter, const_parameter, lookup, lookup_batch,
+    inputTensor, inputVector, scalarInput, inputMatrix,
+    zeros, ones, constant, random_normal, random_uniform,
+    tanh, logistic, rectify, elu, selu, exp, log, sqrt, square, abs, pow,
+    nobackprop, scale_gradient, dropout, noise,
+    cmult, cdiv, dot_product, affine_transform, esum, average, logsumexp,
+    sum_elems, mean_elems, squared_norm, squared_distance, l2_norm, binary_log_loss,
+    sum_batches, max_dim, softmax, log_softmax,
+    pickneglogsoftmax, pickneglogsoftmax_batch, hinge, hinge_batch,
+    pick, pick_batch, pick_range, pick_batch_elem, pick_batch_elems,
+    concatenate, concatenate_cols, concatenate_to_batch, transpose, reshape,
+)
+from autobatch.parameters import (
+    ParameterCollection, Model, GlorotInitializer, NormalInitializer, UniformInitializer,
+    ConstInitializer, NumpyInitializer,
+)
+from autobatch.trainers import SimpleSGDTrainer
+from autobatch.strategies import Strategy
+
+# snake_case aliases
+input_tensor = inputTensor
+input_vector = inputVector
+scalar_input = scalarInput
+logistic_sigmoid = logistic
+rectified = rectify
+
+__version__ = "0.1.0"

@@ -1,0 +1,115 @@
+# Declarations shared by the engine (_core) and the batched kernels (_kernels).
+# Kernels see only these C structs: no Python objects, no graph logic.
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+
+# --- op ids: one per op; the record for each lives in _kernels.pyx (OPS table) ---
+cdef enum OpId:
+    # leaves: materialised when created, never scheduled
+    OP_INPUT, OP_PARAM, OP_LOOKUP
+    # zero-argument scheduled op
+    OP_LOOKUP_BATCH
+    # unary elementwise (scalar function table)
+    OP_NEG, OP_TANH, OP_LOGISTIC, OP_RELU, OP_ELU, OP_SELU, OP_EXP, OP_LOG,
+    OP_SQRT, OP_SQUARE, OP_ABS, OP_ADD_CONST, OP_MUL_CONST, OP_RSUB_CONST,
+    OP_RDIV_CONST, OP_NOBACKPROP, OP_SCALE_GRAD
+    # unary elementwise with random state
+    OP_DROPOUT, OP_NOISE
+    # binary elementwise with broadcasting
+    OP_ADD, OP_SUB, OP_CMULT, OP_CDIV, OP_POW
+    # n-ary
+    OP_ESUM, OP_AVERAGE, OP_LOGSUMEXP, OP_CONCAT, OP_CONCAT_TO_BATCH, OP_AFFINE
+    # matrix multiply (shared left argument -> one gemm per batch)
+    OP_MATMUL
+    # reductions
+    OP_SUM_ELEMS, OP_MEAN_ELEMS, OP_SQUARED_NORM, OP_L2_NORM, OP_DOT,
+    OP_SQUARED_DISTANCE, OP_BINARY_LOG_LOSS, OP_MAX_DIM, OP_SUM_BATCHES
+    # softmax family and losses
+    OP_SOFTMAX, OP_LOG_SOFTMAX, OP_PICKNLS, OP_HINGE
+    # structure
+    OP_PICK, OP_PICK_RANGE, OP_PICK_BATCH_ELEMS, OP_TRANSPOSE, OP_RESHAPE
+    N_OPS
+
+# how an op batches; the signature is derived from it
+cdef enum BatchKind:
+    LEAF          # never scheduled
+    ELEMENTWISE   # stacked arguments, shapes in the signature
+    SHARED_FIRST  # argument 0 shared (its node identity in the signature), rest stacked
+    SHARED_AFFINE # arguments 0, 1, 3, 5, ... shared (bias and weights of affine_transform)
+    PER_NODE      # a batched kernel that loops over the nodes of the batch
+    UNBATCHED     # never shares a batch (node id in the signature)
+
+# node flags
+cdef enum:
+    F_DONE = 1         # value computed
+    F_NEEDS_GRAD = 2   # depends on a trainable parameter
+    F_ALIAS = 4        # value/grad point into parameter storage
+
+ctypedef struct Node:
+    int32_t op
+    int32_t nargs
+    int32_t args_at     # arguments: Graph.args[args_at : args_at + nargs]
+    int32_t d0, d1, bs  # shape: d0 x d1 (column-major), times bs batch elements
+    int32_t size        # d0 * d1 * bs
+    int32_t sig         # interned signature id
+    int32_t ia, ib      # integer attributes (part of the signature)
+    float fa            # float attribute (part of the signature)
+    int32_t idata       # per-node data (an index, or an offset into Graph.ibuf); not in the signature
+    int32_t flags
+    float* val
+    float* grad
+    float* aux          # kernel scratch kept from forward for backward (masks, softmax, gathers)
+    float* src          # parameter storage for LOOKUP_BATCH (values)
+    float* srcgrad      # ... and gradients (NULL: not updated)
+
+# bump allocator; chunks are never moved, so pointers stay valid until reset
+ctypedef struct Arena:
+    char** chunks
+    size_t* caps
+    int nchunks
+    int maxchunks
+    size_t used         # bytes used in the last chunk
+    size_t total        # bytes handed out since reset (peak tracking)
+    size_t peak
+
+cdef float* arena_alloc(Arena* a, size_t nfloats) noexcept nogil
+cdef void arena_reset(Arena* a) noexcept nogil
+cdef void arena_free(Arena* a) noexcept nogil
+
+ctypedef struct Rng:
+    uint64_t s0, s1
+
+cdef double rng_uniform(Rng* r) noexcept nogil
+cdef double rng_normal(Rng* r) noexcept nogil
+cdef void rng_seed(Rng* r, uint64_t seed) noexcept nogil
+
+# everything a kernel may touch for one batch
+ctypedef struct Batch:
+    Node* nodes         # the graph's node array
+    int32_t* args       # the graph's argument array
+    int32_t* ibuf       # the graph's per-node integer data
+    int32_t* ids        # ids of the nodes of this batch, ascending
+    int n               # number of nodes in the batch
+    float* block        # outputs (forward) or their grads (backward), contiguous n * size
+    Arena* arena        # forward: aux memory that survives until renew_cg
+    Arena* scratch      # backward: temporary memory
+    Rng* rng
+
+ctypedef void (*KernelFn)(Batch* b) noexcept nogil
+ctypedef float (*Unary)(float x, float a) noexcept nogil
+ctypedef float (*UnaryGrad)(float x, float y, float a) noexcept nogil
+ctypedef float (*Binary)(float x, float y) noexcept nogil
+ctypedef float (*BinaryGrad)(float x, float y, float z) noexcept nogil
+
+ctypedef struct OpDef:
+    const char* name
+    int kind            # BatchKind
+    int nargs           # -1: any number >= 1
+    KernelFn fwd
+    KernelFn bwd
+    Unary f             # unary elementwise ops: y = f(x, fa)
+    UnaryGrad df        # dy/dx given x, y, fa
+    Binary f2           # binary elementwise ops: z = f2(x, y)
+    BinaryGrad dfx, dfy # dz/dx, dz/dy given x, y, z
+
+cdef const OpDef* op_table() noexcept nogil
+cdef bint batch_arg_needs_grad(Batch* b, int a) noexcept nogil

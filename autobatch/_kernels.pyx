@@ -1,0 +1,1178 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Batched forward/backward kernels on raw float arrays, and the op table.
+
+Every kernel receives one `Batch`: the ids of nodes that share a signature. Forward
+writes each node's output into its slice of one contiguous block; backward
+accumulates (+=) into the gradients of the arguments. Layout is DyNet's: a value of
+shape (d0, d1) is column-major, and the `bs` batch elements follow each other.
+"""
+from libc.math cimport tanhf, expf, logf, sqrtf, fabsf, powf, log, sqrt, cos, M_PI
+from libc.stdlib cimport malloc, free, abort, realloc
+from libc.string cimport memcpy, memset
+from libc.stdio cimport fprintf, stderr
+from scipy.linalg.cython_blas cimport sgemm
+
+# ---------------------------------------------------------------- arena ----
+
+cdef float* arena_alloc(Arena* a, size_t nfloats) noexcept nogil:
+    cdef size_t nbytes = ((nfloats * sizeof(float) + 63) // 64) * 64
+    cdef size_t cap
+    if nbytes == 0:
+        nbytes = 64
+    if a.nchunks == 0 or a.used + nbytes > a.caps[a.nchunks - 1]:
+        cap = 1 << 20
+        if a.nchunks > 0 and 2 * a.caps[a.nchunks - 1] > cap:
+            cap = 2 * a.caps[a.nchunks - 1]
+        if nbytes > cap:
+            cap = nbytes
+        if a.nchunks == a.maxchunks:
+            a.maxchunks = 8 if a.maxchunks == 0 else 2 * a.maxchunks
+            a.chunks = <char**>_xrealloc(a.chunks, a.maxchunks * sizeof(char*))
+            a.caps = <size_t*>_xrealloc(a.caps, a.maxchunks * sizeof(size_t))
+        a.chunks[a.nchunks] = <char*>_xrealloc(NULL, cap)
+        a.caps[a.nchunks] = cap
+        a.nchunks += 1
+        a.used = 0
+    cdef char* p = a.chunks[a.nchunks - 1] + a.used
+    a.used += nbytes
+    a.total += nbytes
+    if a.total > a.peak:
+        a.peak = a.total
+    return <float*>p
+
+
+cdef void* _xrealloc(void* p, size_t n) noexcept nogil:
+    cdef void* q = realloc(p, n)
+    if q == NULL:
+        fprintf(stderr, b"autobatch: out of memory allocating %zu bytes\n", n)
+        abort()
+    return q
+
+
+cdef void arena_reset(Arena* a) noexcept nogil:
+    """Forget every allocation; merge chunks so the next round fits in one."""
+    cdef size_t total = 0
+    cdef int i
+    if a.nchunks > 1:
+        for i in range(a.nchunks):
+            total += a.caps[i]
+            free(a.chunks[i])
+        a.chunks[0] = <char*>_xrealloc(NULL, total)
+        a.caps[0] = total
+        a.nchunks = 1
+    a.used = 0
+    a.total = 0
+
+
+cdef void arena_free(Arena* a) noexcept nogil:
+    cdef int i
+    for i in range(a.nchunks):
+        free(a.chunks[i])
+    free(a.chunks)
+    free(a.caps)
+    memset(a, 0, sizeof(Arena))
+
+# ------------------------------------------------------------------ rng ----
+
+cdef inline uint64_t _rotl(uint64_t x, int k) noexcept nogil:
+    return (x << k) | (x >> (64 - k))
+
+cdef void rng_seed(Rng* r, uint64_t seed) noexcept nogil:
+    # splitmix64 to spread the seed over the xoroshiro128+ state
+    cdef uint64_t z
+    cdef int i
+    for i in range(2):
+        seed += <uint64_t>0x9E3779B97F4A7C15
+        z = seed
+        z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
+        z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
+        z = z ^ (z >> 31)
+        if i == 0:
+            r.s0 = z
+        else:
+            r.s1 = z
+
+cdef double rng_uniform(Rng* r) noexcept nogil:
+    """Uniform in [0, 1) (xoroshiro128+)."""
+    cdef uint64_t s0 = r.s0, s1 = r.s1
+    cdef uint64_t result = s0 + s1
+    s1 ^= s0
+    r.s0 = _rotl(s0, 24) ^ s1 ^ (s1 << 16)
+    r.s1 = _rotl(s1, 37)
+    return (result >> 11) * (1.0 / 9007199254740992.0)
+
+cdef double rng_normal(Rng* r) noexcept nogil:
+    """Standard normal (Box-Muller)."""
+    cdef double u1 = 1.0 - rng_uniform(r), u2 = rng_uniform(r)
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2)
+
+# ------------------------------------------------------------- helpers ----
+
+cdef inline Node* NODE(Batch* b, int j) noexcept nogil:
+    return &b.nodes[b.ids[j]]
+
+cdef inline Node* ARG(Batch* b, int j, int a) noexcept nogil:
+    return &b.nodes[b.args[b.nodes[b.ids[j]].args_at + a]]
+
+cdef bint batch_arg_needs_grad(Batch* b, int a) noexcept nogil:
+    cdef int j
+    for j in range(b.n):
+        if ARG(b, j, a).flags & F_NEEDS_GRAD:
+            return True
+    return False
+
+cdef inline int elems(Node* x) noexcept nogil:
+    return x.d0 * x.d1
+
+cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,
+                      float* A, int lda, float* B, int ldb, float beta,
+                      float* C, int ldc) noexcept nogil:
+    """Column-major C = alpha op(A) op(B) + beta C."""
+    cdef int i
+    if m == 0 or n == 0:
+        return
+    if k == 0:
+        if beta == 0.0:
+            for i in range(n):
+                memset(C + i * ldc, 0, m * sizeof(float))
+        return
+    sgemm(&ta, &tb, &m, &n, &k, &alpha, A, &lda, B, &ldb, &beta, C, &ldc)
+
+cdef float* gather_arg(Batch* b, int a, Arena* mem) noexcept nogil:
+    """Pointer to the values of argument `a` of all nodes, stacked; in place if
+    they already are consecutive in memory, otherwise copied."""
+    cdef int j
+    cdef int per = ARG(b, 0, a).size
+    cdef float* first = ARG(b, 0, a).val
+    for j in range(1, b.n):
+        if ARG(b, j, a).val != first + j * per:
+            break
+    else:
+        return first
+    cdef float* out = arena_alloc(mem, <size_t>per * b.n)
+    for j in range(b.n):
+        memcpy(out + j * per, ARG(b, j, a).val, per * sizeof(float))
+    return out
+
+cdef void add_grad_from_stack(Batch* b, int a, float* stacked) noexcept nogil:
+    cdef int j, i
+    cdef int per = ARG(b, 0, a).size
+    cdef float* g
+    cdef float* s
+    for j in range(b.n):
+        g = ARG(b, j, a).grad
+        s = stacked + j * per
+        for i in range(per):
+            g[i] += s[i]
+
+cdef bint grads_consecutive(Batch* b, int a) noexcept nogil:
+    cdef int j
+    cdef int per = ARG(b, 0, a).size
+    cdef float* first = ARG(b, 0, a).grad
+    for j in range(1, b.n):
+        if ARG(b, j, a).grad != first + j * per:
+            return False
+    return True
+
+# ------------------------------------------------- unary elementwise ----
+
+cdef float f_neg(float x, float a) noexcept nogil: return -x
+cdef float d_neg(float x, float y, float a) noexcept nogil: return -1.0
+cdef float f_tanh(float x, float a) noexcept nogil: return tanhf(x)
+cdef float d_tanh(float x, float y, float a) noexcept nogil: return 1.0 - y * y
+cdef float f_logistic(float x, float a) noexcept nogil:
+    cdef float e
+    if x >= 0:
+        return 1.0 / (1.0 + expf(-x))
+    e = expf(x)
+    return e / (1.0 + e)
+cdef float d_logistic(float x, float y, float a) noexcept nogil: return y * (1.0 - y)
+cdef float f_relu(float x, float a) noexcept nogil: return x if x > 0 else 0.0
+cdef float d_relu(float x, float y, float a) noexcept nogil: return 1.0 if x > 0 else 0.0
+cdef float f_elu(float x, float a) noexcept nogil: return x if x > 0 else a * (expf(x) - 1.0)
+cdef float d_elu(float x, float y, float a) noexcept nogil: return 1.0 if x > 0 else y + a
+cdef float SELU_L = 1.0507009873554804934193349852946
+cdef float SELU_A = 1.6732632423543772848170429916717
+cdef float f_selu(float x, float a) noexcept nogil:
+    return SELU_L * (x if x > 0 else SELU_A * (expf(x) - 1.0))
+cdef float d_selu(float x, float y, float a) noexcept nogil:
+    return SELU_L if x > 0 else y + SELU_L * SELU_A
+cdef float f_exp(float x, float a) noexcept nogil: return expf(x)
+cdef float d_exp(float x, float y, float a) noexcept nogil: return y
+cdef float f_log(float x, float a) noexcept nogil: return logf(x)
+cdef float d_log(float x, float y, float a) noexcept nogil: return 1.0 / x
+cdef float f_sqrt(float x, float a) noexcept nogil: return sqrtf(x)
+cdef float d_sqrt(float x, float y, float a) noexcept nogil: return 0.5 / y
+cdef float f_square(float x, float a) noexcept nogil: return x * x
+cdef float d_square(float x, float y, float a) noexcept nogil: return 2.0 * x
+cdef float f_abs(float x, float a) noexcept nogil: return fabsf(x)
+cdef float d_abs(float x, float y, float a) noexcept nogil:
+    return 1.0 if x > 0 else (-1.0 if x < 0 else 0.0)
+cdef float f_add_const(float x, float a) noexcept nogil: return x + a
+cdef float d_one(float x, float y, float a) noexcept nogil: return 1.0
+cdef float f_mul_const(float x, float a) noexcept nogil: return x * a
+cdef float d_const(float x, float y, float a) noexcept nogil: return a
+cdef float f_rsub_const(float x, float a) noexcept nogil: return a - x
+cdef float f_rdiv_const(float x, float a) noexcept nogil: return a / x
+cdef float d_rdiv_const(float x, float y, float a) noexcept nogil: return -y / x
+cdef float f_identity(float x, float a) noexcept nogil: return x
+
+
+cdef void unary_fwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef Unary f = OPS[n0.op].f
+    cdef float a = n0.fa
+    cdef int m = n0.size, j, i
+    cdef float* x
+    cdef float* y
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        for i in range(m):
+            y[i] = f(x[i], a)
+
+cdef void unary_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef UnaryGrad df = OPS[n0.op].df
+    cdef float a = n0.fa
+    cdef int m = n0.size, j, i
+    cdef float* x
+    cdef float* dx
+    cdef float* y
+    cdef float* dy
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        dx = ARG(b, j, 0).grad
+        y = NODE(b, j).val
+        dy = NODE(b, j).grad
+        for i in range(m):
+            dx[i] += df(x[i], y[i], a) * dy[i]
+
+cdef void no_bwd(Batch* b) noexcept nogil:
+    pass
+
+cdef void dropout_fwd(Batch* b) noexcept nogil:
+    # inverted dropout: kept units are scaled by 1/(1-p); the mask is kept for backward
+    cdef Node* n0 = NODE(b, 0)
+    cdef float p = n0.fa
+    cdef float keep = 1.0 / (1.0 - p) if p < 1.0 else 0.0
+    cdef int m = n0.size, j, i
+    cdef float* x
+    cdef float* y
+    cdef float* mask
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        mask = arena_alloc(b.arena, m)
+        NODE(b, j).aux = mask
+        for i in range(m):
+            mask[i] = keep if rng_uniform(b.rng) >= p else 0.0
+            y[i] = x[i] * mask[i]
+
+cdef void dropout_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef int m = NODE(b, 0).size, j, i
+    cdef float* dx
+    cdef float* dy
+    cdef float* mask
+    for j in range(b.n):
+        dx = ARG(b, j, 0).grad
+        dy = NODE(b, j).grad
+        mask = NODE(b, j).aux
+        for i in range(m):
+            dx[i] += mask[i] * dy[i]
+
+cdef void noise_fwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef float sd = n0.fa
+    cdef int m = n0.size, j, i
+    cdef float* x
+    cdef float* y
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        for i in range(m):
+            y[i] = x[i] + sd * rng_normal(b.rng)
+
+cdef void identity_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef int m = NODE(b, 0).size, j, i
+    cdef float* dx
+    cdef float* dy
+    for j in range(b.n):
+        dx = ARG(b, j, 0).grad
+        dy = NODE(b, j).grad
+        for i in range(m):
+            dx[i] += dy[i]
+
+# ------------------------------------------------ binary elementwise ----
+# Broadcasting: an argument with one element is repeated over the elements, an
+# argument with one batch element over the batch.
+
+cdef float f_add(float x, float y) noexcept nogil: return x + y
+cdef float f_sub(float x, float y) noexcept nogil: return x - y
+cdef float f_cmult(float x, float y) noexcept nogil: return x * y
+cdef float f_cdiv(float x, float y) noexcept nogil: return x / y
+cdef float f_pow(float x, float y) noexcept nogil: return powf(x, y)
+cdef float g_one(float x, float y, float z) noexcept nogil: return 1.0
+cdef float g_minus_one(float x, float y, float z) noexcept nogil: return -1.0
+cdef float g_y(float x, float y, float z) noexcept nogil: return y
+cdef float g_x(float x, float y, float z) noexcept nogil: return x
+cdef float g_inv_y(float x, float y, float z) noexcept nogil: return 1.0 / y
+cdef float g_cdiv_y(float x, float y, float z) noexcept nogil: return -z / y
+cdef float g_pow_x(float x, float y, float z) noexcept nogil: return y * powf(x, y - 1.0)
+cdef float g_pow_y(float x, float y, float z) noexcept nogil: return z * logf(x)
+
+ctypedef struct Strides:
+    int m, bs                 # output elements per batch element, batch size
+    int xi, xb, yi, yb        # argument strides over elements and over the batch
+
+cdef inline Strides binary_strides(Batch* b) noexcept nogil:
+    cdef Strides s
+    cdef Node* z = NODE(b, 0)
+    cdef Node* x = ARG(b, 0, 0)
+    cdef Node* y = ARG(b, 0, 1)
+    s.m = elems(z)
+    s.bs = z.bs
+    s.xi = 0 if elems(x) == 1 else 1
+    s.xb = 0 if x.bs == 1 else elems(x)
+    s.yi = 0 if elems(y) == 1 else 1
+    s.yb = 0 if y.bs == 1 else elems(y)
+    return s
+
+cdef void binary_fwd(Batch* b) noexcept nogil:
+    cdef Binary f = OPS[NODE(b, 0).op].f2
+    cdef Strides s = binary_strides(b)
+    cdef int j, k, i
+    cdef float* x
+    cdef float* y
+    cdef float* z
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = ARG(b, j, 1).val
+        z = NODE(b, j).val
+        for k in range(s.bs):
+            for i in range(s.m):
+                z[k * s.m + i] = f(x[k * s.xb + i * s.xi], y[k * s.yb + i * s.yi])
+
+cdef void binary_bwd(Batch* b) noexcept nogil:
+    cdef int op = NODE(b, 0).op
+    cdef BinaryGrad gx = OPS[op].dfx
+    cdef BinaryGrad gy = OPS[op].dfy
+    cdef Strides s = binary_strides(b)
+    cdef bint want_x = batch_arg_needs_grad(b, 0)
+    cdef bint want_y = batch_arg_needs_grad(b, 1)
+    cdef int j, k, i, ix, iy
+    cdef float* x
+    cdef float* y
+    cdef float* z
+    cdef float* dx
+    cdef float* dy
+    cdef float* dz
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = ARG(b, j, 1).val
+        dx = ARG(b, j, 0).grad
+        dy = ARG(b, j, 1).grad
+        z = NODE(b, j).val
+        dz = NODE(b, j).grad
+        for k in range(s.bs):
+            for i in range(s.m):
+                ix = k * s.xb + i * s.xi
+                iy = k * s.yb + i * s.yi
+                if want_x:
+                    dx[ix] += gx(x[ix], y[iy], z[k * s.m + i]) * dz[k * s.m + i]
+                if want_y:
+                    dy[iy] += gy(x[ix], y[iy], z[k * s.m + i]) * dz[k * s.m + i]
+
+# ------------------------------------------------------------- n-ary ----
+
+cdef void esum_fwd(Batch* b) noexcept nogil:
+    # esum and average; arguments broadcast over the batch
+    cdef Node* n0 = NODE(b, 0)
+    cdef int m = elems(n0), bs = n0.bs, nargs = n0.nargs
+    cdef float scale = 1.0 / nargs if n0.op == OP_AVERAGE else 1.0
+    cdef int j, a, k, i, xb
+    cdef Node* x
+    cdef float* y
+    for j in range(b.n):
+        y = NODE(b, j).val
+        memset(y, 0, m * bs * sizeof(float))
+        for a in range(nargs):
+            x = ARG(b, j, a)
+            xb = 0 if x.bs == 1 else m
+            for k in range(bs):
+                for i in range(m):
+                    y[k * m + i] += x.val[k * xb + i]
+        if scale != 1.0:
+            for i in range(m * bs):
+                y[i] *= scale
+
+cdef void esum_bwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int m = elems(n0), bs = n0.bs, nargs = n0.nargs
+    cdef float scale = 1.0 / nargs if n0.op == OP_AVERAGE else 1.0
+    cdef int j, a, k, i, xb
+    cdef Node* x
+    cdef float* dy
+    for a in range(nargs):
+        if not batch_arg_needs_grad(b, a):
+            continue
+        for j in range(b.n):
+            x = ARG(b, j, a)
+            dy = NODE(b, j).grad
+            xb = 0 if x.bs == 1 else m
+            for k in range(bs):
+                for i in range(m):
+                    x.grad[k * xb + i] += scale * dy[k * m + i]
+
+cdef void logsumexp_fwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int m = n0.size, nargs = n0.nargs
+    cdef int j, a, i
+    cdef float mx, s
+    cdef float* y
+    for j in range(b.n):
+        y = NODE(b, j).val
+        for i in range(m):
+            mx = ARG(b, j, 0).val[i]
+            for a in range(1, nargs):
+                if ARG(b, j, a).val[i] > mx:
+                    mx = ARG(b, j, a).val[i]
+            s = 0
+            for a in range(nargs):
+                s += expf(ARG(b, j, a).val[i] - mx)
+            y[i] = mx + logf(s)
+
+cdef void logsumexp_bwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int m = n0.size, nargs = n0.nargs
+    cdef int j, a, i
+    cdef Node* x
+    cdef float* y
+    cdef float* dy
+    for j in range(b.n):
+        y = NODE(b, j).val
+        dy = NODE(b, j).grad
+        for a in range(nargs):
+            x = ARG(b, j, a)
+            if x.flags & F_NEEDS_GRAD:
+                for i in range(m):
+                    x.grad[i] += expf(x.val[i] - y[i]) * dy[i]
+
+cdef void concat_fwd(Batch* b) noexcept nogil:
+    # along rows (ia == 0) or columns (ia == 1); arguments broadcast over the batch
+    cdef Node* n0 = NODE(b, 0)
+    cdef int nargs = n0.nargs, bs = n0.bs, R = n0.d0, C = n0.d1
+    cdef int j, a, k, c, off, xb
+    cdef Node* x
+    cdef float* y
+    for j in range(b.n):
+        y = NODE(b, j).val
+        for k in range(bs):
+            off = 0
+            for a in range(nargs):
+                x = ARG(b, j, a)
+                xb = 0 if x.bs == 1 else elems(x)
+                if n0.ia == 0:
+                    for c in range(C):
+                        memcpy(y + k * R * C + c * R + off, x.val + k * xb + c * x.d0,
+                               x.d0 * sizeof(float))
+                    off += x.d0
+                else:
+                    memcpy(y + k * R * C + off * R, x.val + k * xb, elems(x) * sizeof(float))
+                    off += x.d1
+
+cdef void concat_bwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int nargs = n0.nargs, bs = n0.bs, R = n0.d0, C = n0.d1
+    cdef int j, a, k, c, i, off, xb
+    cdef Node* x
+    cdef float* dy
+    for j in range(b.n):
+        dy = NODE(b, j).grad
+        for k in range(bs):
+            off = 0
+            for a in range(nargs):
+                x = ARG(b, j, a)
+                xb = 0 if x.bs == 1 else elems(x)
+                if n0.ia == 0:
+                    if x.flags & F_NEEDS_GRAD:
+                        for c in range(C):
+                            for i in range(x.d0):
+                                x.grad[k * xb + c * x.d0 + i] += dy[k * R * C + c * R + off + i]
+                    off += x.d0
+                else:
+                    if x.flags & F_NEEDS_GRAD:
+                        for i in range(elems(x)):
+                            x.grad[k * xb + i] += dy[k * R * C + off * R + i]
+                    off += x.d1
+
+cdef void concat_to_batch_fwd(Batch* b) noexcept nogil:
+    cdef int nargs = NODE(b, 0).nargs, j, a, off
+    cdef Node* x
+    for j in range(b.n):
+        off = 0
+        for a in range(nargs):
+            x = ARG(b, j, a)
+            memcpy(NODE(b, j).val + off, x.val, x.size * sizeof(float))
+            off += x.size
+
+cdef void concat_to_batch_bwd(Batch* b) noexcept nogil:
+    cdef int nargs = NODE(b, 0).nargs, j, a, off, i
+    cdef Node* x
+    cdef float* dy
+    for j in range(b.n):
+        off = 0
+        dy = NODE(b, j).grad
+        for a in range(nargs):
+            x = ARG(b, j, a)
+            if x.flags & F_NEEDS_GRAD:
+                for i in range(x.size):
+                    x.grad[i] += dy[off + i]
+            off += x.size
+
+# ---------------------------------------------------- matrix products ----
+# W (r x k) times X (k x c): with W shared and unbatched, the batch is one gemm over
+# the stacked columns of every node's X (a batched X adds its columns too).
+
+cdef void product_fwd(Batch* b, int w_arg, int x_arg, float beta, bint keep_x) noexcept nogil:
+    """Y (+)= W X for the argument pair (w_arg, x_arg) of every node; with keep_x the
+    stacked X is remembered in the first node's aux for backward."""
+    cdef Node* w = ARG(b, 0, w_arg)
+    cdef Node* x0 = ARG(b, 0, x_arg)
+    cdef Node* n0 = NODE(b, 0)
+    cdef int r = w.d0, k = w.d1, c = x0.d1, j, e
+    cdef float* X
+    cdef Node* wj
+    cdef Node* xj
+    if w.bs == 1 and x0.bs == n0.bs:
+        X = gather_arg(b, x_arg, b.arena)
+        if keep_x:
+            n0.aux = X
+        gemm(b'N', b'N', r, c * x0.bs * b.n, k, 1.0, w.val, r, X, k, beta, b.block, r)
+        return
+    for j in range(b.n):      # batched W: one product per batch element
+        wj = ARG(b, j, w_arg)
+        xj = ARG(b, j, x_arg)
+        for e in range(n0.bs):
+            gemm(b'N', b'N', r, c, k, 1.0, wj.val + (0 if wj.bs == 1 else e * r * k), r,
+                 xj.val + (0 if xj.bs == 1 else e * k * c), k, beta,
+                 NODE(b, j).val + e * r * c, r)
+
+cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
+    """dW += dY X^T and dX += W^T dY for the pair (w_arg, x_arg); X is the stacked
+    forward input when W is shared (NULL: gather again)."""
+    cdef Node* w = ARG(b, 0, w_arg)
+    cdef Node* x0 = ARG(b, 0, x_arg)
+    cdef Node* n0 = NODE(b, 0)
+    cdef int r = w.d0, k = w.d1, c = x0.d1, j, e, M
+    cdef float* dX
+    cdef Node* wj
+    cdef Node* xj
+    cdef float* dy
+    if w.bs == 1 and x0.bs == n0.bs:
+        M = c * x0.bs * b.n
+        if w.flags & F_NEEDS_GRAD:
+            if X == NULL:
+                X = gather_arg(b, x_arg, b.scratch)
+            gemm(b'N', b'T', r, k, M, 1.0, b.block, r, X, k, 1.0, w.grad, r)
+        if batch_arg_needs_grad(b, x_arg):
+            if grads_consecutive(b, x_arg):
+                gemm(b'T', b'N', k, M, r, 1.0, w.val, r, b.block, r, 1.0, x0.grad, k)
+            else:
+                dX = arena_alloc(b.scratch, <size_t>k * M)
+                gemm(b'T', b'N', k, M, r, 1.0, w.val, r, b.block, r, 0.0, dX, k)
+                add_grad_from_stack(b, x_arg, dX)
+        return
+    for j in range(b.n):
+        wj = ARG(b, j, w_arg)
+        xj = ARG(b, j, x_arg)
+        dy = NODE(b, j).grad
+        for e in range(n0.bs):
+            if wj.flags & F_NEEDS_GRAD:
+                gemm(b'N', b'T', r, k, c, 1.0, dy + e * r * c, r,
+                     xj.val + (0 if xj.bs == 1 else e * k * c), k, 1.0,
+                     wj.grad + (0 if wj.bs == 1 else e * r * k), r)
+            if xj.flags & F_NEEDS_GRAD:
+                gemm(b'T', b'N', k, c, r, 1.0, wj.val + (0 if wj.bs == 1 else e * r * k), r,
+                     dy + e * r * c, r, 1.0, xj.grad + (0 if xj.bs == 1 else e * k * c), k)
+
+cdef void matmul_fwd(Batch* b) noexcept nogil:
+    product_fwd(b, 0, 1, 0.0, True)
+
+cdef void matmul_bwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    product_bwd(b, 0, 1, n0.aux)
+
+cdef void affine_fwd(Batch* b) noexcept nogil:
+    # y = bias + sum_i W_i x_i; bias broadcast over columns and the batch
+    cdef Node* n0 = NODE(b, 0)
+    cdef int m = elems(n0), j, k, i, p
+    cdef Node* bias
+    cdef float* y
+    cdef int bstride
+    for j in range(b.n):
+        bias = ARG(b, j, 0)
+        y = NODE(b, j).val
+        bstride = 0 if bias.bs == 1 else elems(bias)
+        for k in range(n0.bs):
+            for i in range(m):
+                y[k * m + i] = bias.val[k * bstride + i % elems(bias)]
+    for p in range(1, n0.nargs, 2):
+        product_fwd(b, p, p + 1, 1.0, False)
+
+cdef void affine_bwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int m = elems(n0), j, k, i, p
+    cdef Node* bias
+    cdef float* dy
+    cdef int bstride
+    if batch_arg_needs_grad(b, 0):
+        for j in range(b.n):
+            bias = ARG(b, j, 0)
+            dy = NODE(b, j).grad
+            bstride = 0 if bias.bs == 1 else elems(bias)
+            for k in range(n0.bs):
+                for i in range(m):
+                    bias.grad[k * bstride + i % elems(bias)] += dy[k * m + i]
+    for p in range(1, n0.nargs, 2):
+        product_bwd(b, p, p + 1, NULL)
+
+# ---------------------------------------------------------- reductions ----
+
+cdef void reduce_fwd(Batch* b) noexcept nogil:
+    """sum_elems, mean_elems, squared_norm, l2_norm: one number per batch element."""
+    cdef Node* n0 = NODE(b, 0)
+    cdef int op = n0.op, j, k, i, m
+    cdef Node* x
+    cdef double s
+    cdef float v
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        m = elems(x)
+        for k in range(x.bs):
+            s = 0
+            for i in range(m):
+                v = x.val[k * m + i]
+                s += v * v if (op == OP_SQUARED_NORM or op == OP_L2_NORM) else v
+            if op == OP_MEAN_ELEMS:
+                s /= m
+            elif op == OP_L2_NORM:
+                s = sqrt(s)
+            NODE(b, j).val[k] = <float>s
+
+cdef void reduce_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef int op = n0.op, j, k, i, m
+    cdef Node* x
+    cdef float g, y
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        m = elems(x)
+        for k in range(x.bs):
+            g = NODE(b, j).grad[k]
+            y = NODE(b, j).val[k]
+            for i in range(m):
+                if op == OP_SUM_ELEMS:
+                    x.grad[k * m + i] += g
+                elif op == OP_MEAN_ELEMS:
+                    x.grad[k * m + i] += g / m
+                elif op == OP_SQUARED_NORM:
+                    x.grad[k * m + i] += 2.0 * x.val[k * m + i] * g
+                elif y > 0:
+                    x.grad[k * m + i] += x.val[k * m + i] / y * g
+
+cdef void pair_reduce_fwd(Batch* b) noexcept nogil:
+    """dot_product, squared_distance, binary_log_loss of two same-size arguments."""
+    cdef Node* n0 = NODE(b, 0)
+    cdef int op = n0.op, j, k, i, m, xb, yb
+    cdef Node* x
+    cdef Node* y
+    cdef double s
+    cdef float u, v
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        y = ARG(b, j, 1)
+        m = elems(x)
+        xb = 0 if x.bs == 1 else m
+        yb = 0 if y.bs == 1 else m
+        for k in range(n0.bs):
+            s = 0
+            for i in range(m):
+                u = x.val[k * xb + i]
+                v = y.val[k * yb + i]
+                if op == OP_DOT:
+                    s += u * v
+                elif op == OP_SQUARED_DISTANCE:
+                    s += (u - v) * (u - v)
+                else:
+                    s -= v * log(u) + (1.0 - v) * log(1.0 - u)
+            NODE(b, j).val[k] = <float>s
+
+cdef void pair_reduce_bwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int op = n0.op, j, k, i, m, xb, yb
+    cdef Node* x
+    cdef Node* y
+    cdef float u, v, g, gu, gv
+    cdef bint want_x = batch_arg_needs_grad(b, 0)
+    cdef bint want_y = batch_arg_needs_grad(b, 1)
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        y = ARG(b, j, 1)
+        m = elems(x)
+        xb = 0 if x.bs == 1 else m
+        yb = 0 if y.bs == 1 else m
+        for k in range(n0.bs):
+            g = NODE(b, j).grad[k]
+            for i in range(m):
+                u = x.val[k * xb + i]
+                v = y.val[k * yb + i]
+                if op == OP_DOT:
+                    gu = v
+                    gv = u
+                elif op == OP_SQUARED_DISTANCE:
+                    gu = 2.0 * (u - v)
+                    gv = -gu
+                else:
+                    gu = -v / u + (1.0 - v) / (1.0 - u)
+                    gv = -logf(u) + logf(1.0 - u)
+                if want_x:
+                    x.grad[k * xb + i] += gu * g
+                if want_y:
+                    y.grad[k * yb + i] += gv * g
+
+cdef void max_dim_fwd(Batch* b) noexcept nogil:
+    # max over rows (ia == 0, one per column) or columns (ia == 1, one per row);
+    # the winning position is kept in aux for backward
+    cdef Node* n0 = NODE(b, 0)
+    cdef int j, k, o, t, pos, best
+    cdef Node* x
+    cdef float* y
+    cdef int outer, inner, so, st
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        y = NODE(b, j).val
+        NODE(b, j).aux = arena_alloc(b.arena, n0.size)
+        if n0.ia == 0:
+            outer = x.d1; inner = x.d0; so = x.d0; st = 1
+        else:
+            outer = x.d0; inner = x.d1; so = 1; st = x.d0
+        for k in range(x.bs):
+            for o in range(outer):
+                best = k * elems(x) + o * so
+                for t in range(1, inner):
+                    pos = k * elems(x) + o * so + t * st
+                    if x.val[pos] > x.val[best]:
+                        best = pos
+                y[k * outer + o] = x.val[best]
+                NODE(b, j).aux[k * outer + o] = best
+
+cdef void max_dim_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef int j, i
+    for j in range(b.n):
+        for i in range(NODE(b, j).size):
+            ARG(b, j, 0).grad[<int>NODE(b, j).aux[i]] += NODE(b, j).grad[i]
+
+cdef void sum_batches_fwd(Batch* b) noexcept nogil:
+    cdef int j, k, i, m
+    cdef Node* x
+    cdef float* y
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        y = NODE(b, j).val
+        m = elems(x)
+        memset(y, 0, m * sizeof(float))
+        for k in range(x.bs):
+            for i in range(m):
+                y[i] += x.val[k * m + i]
+
+cdef void sum_batches_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef int j, k, i, m
+    cdef Node* x
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        m = elems(x)
+        for k in range(x.bs):
+            for i in range(m):
+                x.grad[k * m + i] += NODE(b, j).grad[i]
+
+# ------------------------------------------------- softmax and losses ----
+
+cdef void softmax_fwd(Batch* b) noexcept nogil:
+    # column-wise over d0; log_softmax writes log-probabilities
+    cdef Node* n0 = NODE(b, 0)
+    cdef bint logp = n0.op == OP_LOG_SOFTMAX
+    cdef int r = n0.d0, ncol = n0.d1 * n0.bs, j, c, i
+    cdef float* x
+    cdef float* y
+    cdef float mx
+    cdef double s
+    for j in range(b.n):
+        for c in range(ncol):
+            x = ARG(b, j, 0).val + c * r
+            y = NODE(b, j).val + c * r
+            mx = x[0]
+            for i in range(1, r):
+                if x[i] > mx:
+                    mx = x[i]
+            s = 0
+            for i in range(r):
+                s += expf(x[i] - mx)
+            for i in range(r):
+                if logp:
+                    y[i] = x[i] - mx - <float>log(s)
+                else:
+                    y[i] = expf(x[i] - mx) / s
+
+cdef void softmax_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef bint logp = n0.op == OP_LOG_SOFTMAX
+    cdef int r = n0.d0, ncol = n0.d1 * n0.bs, j, c, i
+    cdef float* y
+    cdef float* dy
+    cdef float* dx
+    cdef double s
+    for j in range(b.n):
+        for c in range(ncol):
+            y = NODE(b, j).val + c * r
+            dy = NODE(b, j).grad + c * r
+            dx = ARG(b, j, 0).grad + c * r
+            s = 0
+            if logp:
+                for i in range(r):
+                    s += dy[i]
+                for i in range(r):
+                    dx[i] += dy[i] - expf(y[i]) * s
+            else:
+                for i in range(r):
+                    s += dy[i] * y[i]
+                for i in range(r):
+                    dx[i] += y[i] * (dy[i] - s)
+
+cdef void picknls_fwd(Batch* b) noexcept nogil:
+    # -log softmax(x)[i] per batch element; aux keeps the softmax for backward
+    cdef Node* n0 = NODE(b, 0)
+    cdef int r = ARG(b, 0, 0).d0, j, k, i, xb
+    cdef Node* x
+    cdef float* xv
+    cdef float* p
+    cdef float mx
+    cdef double s
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        xb = 0 if x.bs == 1 else r
+        NODE(b, j).aux = arena_alloc(b.arena, <size_t>r * n0.bs)
+        for k in range(n0.bs):
+            xv = x.val + k * xb
+            p = NODE(b, j).aux + k * r
+            mx = xv[0]
+            for i in range(1, r):
+                if xv[i] > mx:
+                    mx = xv[i]
+            s = 0
+            for i in range(r):
+                p[i] = expf(xv[i] - mx)
+                s += p[i]
+            for i in range(r):
+                p[i] /= s
+            NODE(b, j).val[k] = mx + <float>log(s) - xv[b.ibuf[NODE(b, j).idata + k]]
+
+cdef void picknls_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef int r = ARG(b, 0, 0).d0, j, k, i, xb
+    cdef Node* x
+    cdef float* p
+    cdef float g
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        xb = 0 if x.bs == 1 else r
+        for k in range(n0.bs):
+            p = NODE(b, j).aux + k * r
+            g = NODE(b, j).grad[k]
+            for i in range(r):
+                x.grad[k * xb + i] += p[i] * g
+            x.grad[k * xb + b.ibuf[NODE(b, j).idata + k]] -= g
+
+cdef void hinge_fwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int r = ARG(b, 0, 0).d0, j, k, i, gold, xb
+    cdef float* xv
+    cdef float s, v
+    for j in range(b.n):
+        xb = 0 if ARG(b, j, 0).bs == 1 else r
+        for k in range(n0.bs):
+            xv = ARG(b, j, 0).val + k * xb
+            gold = b.ibuf[NODE(b, j).idata + k]
+            s = 0
+            for i in range(r):
+                if i != gold:
+                    v = n0.fa - xv[gold] + xv[i]
+                    if v > 0:
+                        s += v
+            NODE(b, j).val[k] = s
+
+cdef void hinge_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef int r = ARG(b, 0, 0).d0, j, k, i, gold, xb
+    cdef float* xv
+    cdef float* dx
+    cdef float g
+    for j in range(b.n):
+        xb = 0 if ARG(b, j, 0).bs == 1 else r
+        for k in range(n0.bs):
+            xv = ARG(b, j, 0).val + k * xb
+            dx = ARG(b, j, 0).grad + k * xb
+            gold = b.ibuf[NODE(b, j).idata + k]
+            g = NODE(b, j).grad[k]
+            for i in range(r):
+                if i != gold and n0.fa - xv[gold] + xv[i] > 0:
+                    dx[i] += g
+                    dx[gold] -= g
+
+# ------------------------------------------------------------ structure ----
+
+cdef void pick_fwd(Batch* b) noexcept nogil:
+    # pick index v along dim ia; per batch element index list in ibuf
+    cdef Node* n0 = NODE(b, 0)
+    cdef int j, k, t, v, xb, m = elems(n0)
+    cdef Node* x
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        xb = 0 if x.bs == 1 else elems(x)
+        for k in range(n0.bs):
+            v = b.ibuf[NODE(b, j).idata + k]
+            for t in range(m):
+                NODE(b, j).val[k * m + t] = x.val[k * xb + (t * x.d0 + v if n0.ia == 0 else v * x.d0 + t)]
+
+cdef void pick_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef int j, k, t, v, xb, m = elems(n0)
+    cdef Node* x
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        xb = 0 if x.bs == 1 else elems(x)
+        for k in range(n0.bs):
+            v = b.ibuf[NODE(b, j).idata + k]
+            for t in range(m):
+                x.grad[k * xb + (t * x.d0 + v if n0.ia == 0 else v * x.d0 + t)] += NODE(b, j).grad[k * m + t]
+
+cdef inline int range_src(Node* n0, Node* x, int s, int t) noexcept nogil:
+    # position in x (one batch element) of output element t of pick_range
+    cdef int w = n0.d0 if n0.ia == 0 else n0.d1
+    if n0.ia == 0:
+        return (t // w) * x.d0 + s + t % w
+    return s * x.d0 + t
+
+cdef void pick_range_fwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int j, k, t, m = elems(n0)
+    cdef Node* x
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        for k in range(n0.bs):
+            for t in range(m):
+                NODE(b, j).val[k * m + t] = x.val[k * elems(x) + range_src(n0, x, NODE(b, j).idata, t)]
+
+cdef void pick_range_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef int j, k, t, m = elems(n0)
+    cdef Node* x
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        for k in range(n0.bs):
+            for t in range(m):
+                x.grad[k * elems(x) + range_src(n0, x, NODE(b, j).idata, t)] += NODE(b, j).grad[k * m + t]
+
+cdef void pick_batch_fwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int j, k, m = elems(n0)
+    for j in range(b.n):
+        for k in range(n0.bs):
+            memcpy(NODE(b, j).val + k * m, ARG(b, j, 0).val + b.ibuf[NODE(b, j).idata + k] * m,
+                   m * sizeof(float))
+
+cdef void pick_batch_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef int j, k, i, m = elems(n0)
+    cdef float* dx
+    for j in range(b.n):
+        for k in range(n0.bs):
+            dx = ARG(b, j, 0).grad + b.ibuf[NODE(b, j).idata + k] * m
+            for i in range(m):
+                dx[i] += NODE(b, j).grad[k * m + i]
+
+cdef void transpose_fwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int j, k, r, c, R = n0.d0, C = n0.d1    # output is R x C
+    for j in range(b.n):
+        for k in range(n0.bs):
+            for c in range(C):
+                for r in range(R):
+                    NODE(b, j).val[k * R * C + c * R + r] = ARG(b, j, 0).val[k * R * C + r * C + c]
+
+cdef void transpose_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef int j, k, r, c, R = n0.d0, C = n0.d1
+    for j in range(b.n):
+        for k in range(n0.bs):
+            for c in range(C):
+                for r in range(R):
+                    ARG(b, j, 0).grad[k * R * C + r * C + c] += NODE(b, j).grad[k * R * C + c * R + r]
+
+cdef void copy_fwd(Batch* b) noexcept nogil:
+    # reshape, nobackprop, scale_gradient: the value is the argument's, reinterpreted
+    cdef int j
+    for j in range(b.n):
+        memcpy(NODE(b, j).val, ARG(b, j, 0).val, NODE(b, j).size * sizeof(float))
+
+cdef void scale_grad_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef float a = NODE(b, 0).fa
+    cdef int j, i
+    for j in range(b.n):
+        for i in range(NODE(b, j).size):
+            ARG(b, j, 0).grad[i] += a * NODE(b, j).grad[i]
+
+cdef void lookup_batch_fwd(Batch* b) noexcept nogil:
+    cdef int j, k, d = NODE(b, 0).d0
+    cdef Node* y
+    for j in range(b.n):
+        y = NODE(b, j)
+        for k in range(y.bs):
+            memcpy(y.val + k * d, y.src + <size_t>b.ibuf[y.idata + k] * d, d * sizeof(float))
+
+cdef void lookup_batch_bwd(Batch* b) noexcept nogil:
+    cdef int j, k, i, d = NODE(b, 0).d0
+    cdef Node* y
+    cdef float* g
+    for j in range(b.n):
+        y = NODE(b, j)
+        if y.srcgrad == NULL:
+            continue
+        for k in range(y.bs):
+            g = y.srcgrad + <size_t>b.ibuf[y.idata + k] * d
+            for i in range(d):
+                g[i] += y.grad[k * d + i]
+
+# ------------------------------------------------------------ op table ----
+
+cdef OpDef OPS[<int>N_OPS]
+
+cdef const OpDef* op_table() noexcept nogil:
+    return OPS
+
+cdef void defop(int op, const char* name, int kind, int nargs, KernelFn fwd, KernelFn bwd):
+    OPS[op].name = name
+    OPS[op].kind = kind
+    OPS[op].nargs = nargs
+    OPS[op].fwd = fwd
+    OPS[op].bwd = bwd
+
+cdef void defunary(int op, const char* name, Unary f, UnaryGrad df):
+    defop(op, name, ELEMENTWISE, 1, unary_fwd, unary_bwd)
+    OPS[op].f = f
+    OPS[op].df = df
+
+cdef void defbinary(int op, const char* name, Binary f, BinaryGrad dfx, BinaryGrad dfy):
+    defop(op, name, ELEMENTWISE, 2, binary_fwd, binary_bwd)
+    OPS[op].f2 = f
+    OPS[op].dfx = dfx
+    OPS[op].dfy = dfy
+
+defop(OP_INPUT, b"input", LEAF, 0, NULL, NULL)
+defop(OP_PARAM, b"parameter", LEAF, 0, NULL, NULL)
+defop(OP_LOOKUP, b"lookup", LEAF, 0, NULL, NULL)
+defop(OP_LOOKUP_BATCH, b"lookup_batch", PER_NODE, 0, lookup_batch_fwd, lookup_batch_bwd)
+
+defunary(OP_NEG, b"negate", f_neg, d_neg)
+defunary(OP_TANH, b"tanh", f_tanh, d_tanh)
+defunary(OP_LOGISTIC, b"logistic", f_logistic, d_logistic)
+defunary(OP_RELU, b"rectify", f_relu, d_relu)
+defunary(OP_ELU, b"elu", f_elu, d_elu)
+defunary(OP_SELU, b"selu", f_selu, d_selu)
+defunary(OP_EXP, b"exp", f_exp, d_exp)
+defunary(OP_LOG, b"log", f_log, d_log)
+defunary(OP_SQRT, b"sqrt", f_sqrt, d_sqrt)
+defunary(OP_SQUARE, b"square", f_square, d_square)
+defunary(OP_ABS, b"abs", f_abs, d_abs)
+defunary(OP_ADD_CONST, b"add_constant", f_add_const, d_one)
+defunary(OP_MUL_CONST, b"mul_constant", f_mul_const, d_const)
+defunary(OP_RSUB_CONST, b"constant_minus", f_rsub_const, d_neg)
+defunary(OP_RDIV_CONST, b"constant_divide", f_rdiv_const, d_rdiv_const)
+defop(OP_NOBACKPROP, b"nobackprop", ELEMENTWISE, 1, copy_fwd, no_bwd)
+defop(OP_SCALE_GRAD, b"scale_gradient", ELEMENTWISE, 1, copy_fwd, scale_grad_bwd)
+defop(OP_DROPOUT, b"dropout", ELEMENTWISE, 1, dropout_fwd, dropout_bwd)
+defop(OP_NOISE, b"noise", ELEMENTWISE, 1, noise_fwd, identity_bwd)
+
+defbinary(OP_ADD, b"add", f_add, g_one, g_one)
+defbinary(OP_SUB, b"subtract", f_sub, g_one, g_minus_one)
+defbinary(OP_CMULT, b"cmult", f_cmult, g_y, g_x)
+defbinary(OP_CDIV, b"cdiv", f_cdiv, g_inv_y, g_cdiv_y)
+defbinary(OP_POW, b"pow", f_pow, g_pow_x, g_pow_y)
+
+defop(OP_ESUM, b"esum", ELEMENTWISE, -1, esum_fwd, esum_bwd)
+defop(OP_AVERAGE, b"average", ELEMENTWISE, -1, esum_fwd, esum_bwd)
+defop(OP_LOGSUMEXP, b"logsumexp", ELEMENTWISE, -1, logsumexp_fwd, logsumexp_bwd)
+defop(OP_CONCAT, b"concatenate", ELEMENTWISE, -1, concat_fwd, concat_bwd)
+defop(OP_CONCAT_TO_BATCH, b"concatenate_to_batch", ELEMENTWISE, -1, concat_to_batch_fwd, concat_to_batch_bwd)
+defop(OP_AFFINE, b"affine_transform", SHARED_AFFINE, -1, affine_fwd, affine_bwd)
+defop(OP_MATMUL, b"matmul", SHARED_FIRST, 2, matmul_fwd, matmul_bwd)
+
+defop(OP_SUM_ELEMS, b"sum_elems", ELEMENTWISE, 1, reduce_fwd, reduce_bwd)
+defop(OP_MEAN_ELEMS, b"mean_elems", ELEMENTWISE, 1, reduce_fwd, reduce_bwd)
+defop(OP_SQUARED_NORM, b"squared_norm", ELEMENTWISE, 1, reduce_fwd, reduce_bwd)
+defop(OP_L2_NORM, b"l2_norm", ELEMENTWISE, 1, reduce_fwd, reduce_bwd)
+defop(OP_DOT, b"dot_product", ELEMENTWISE, 2, pair_reduce_fwd, pair_reduce_bwd)
+defop(OP_SQUARED_DISTANCE, b"squared_distance", ELEMENTWISE, 2, pair_reduce_fwd, pair_reduce_bwd)
+defop(OP_BINARY_LOG_LOSS, b"binary_log_loss", ELEMENTWISE, 2, pair_reduce_fwd, pair_reduce_bwd)
+defop(OP_MAX_DIM, b"max_dim", ELEMENTWISE, 1, max_dim_fwd, max_dim_bwd)
+defop(OP_SUM_BATCHES, b"sum_batches", ELEMENTWISE, 1, sum_batches_fwd, sum_batches_bwd)
+
+defop(OP_SOFTMAX, b"softmax", ELEMENTWISE, 1, softmax_fwd, softmax_bwd)
+defop(OP_LOG_SOFTMAX, b"log_softmax", ELEMENTWISE, 1, softmax_fwd, softmax_bwd)
+defop(OP_PICKNLS, b"pickneglogsoftmax", PER_NODE, 1, picknls_fwd, picknls_bwd)
+defop(OP_HINGE, b"hinge", PER_NODE, 1, hinge_fwd, hinge_bwd)
+
+defop(OP_PICK, b"pick", PER_NODE, 1, pick_fwd, pick_bwd)
+defop(OP_PICK_RANGE, b"pick_range", PER_NODE, 1, pick_range_fwd, pick_range_bwd)
+defop(OP_PICK_BATCH_ELEMS, b"pick_batch_elems", PER_NODE, 1, pick_batch_fwd, pick_batch_bwd)
+defop(OP_TRANSPOSE, b"transpose", ELEMENTWISE, 1, transpose_fwd, transpose_bwd)
+defop(OP_RESHAPE, b"reshape", ELEMENTWISE, 1, copy_fwd, identity_bwd)
+
+
+def op_names():
+    """Names of all ops, indexed by op id."""
+    return [OPS[i].name.decode() for i in range(<int>N_OPS)]
+
+
+def op_kind_names():
+    kinds = {LEAF: "leaf", ELEMENTWISE: "elementwise", SHARED_FIRST: "shared_arg",
+             SHARED_AFFINE: "shared_arg", PER_NODE: "per_node", UNBATCHED: "unbatched"}
+    return [kinds[OPS[i].kind] for i in range(<int>N_OPS)]
