@@ -1,0 +1,1 @@
+"""Benchmarks. `python -m autobatch.bench micro` measures the engine's own overhead."""

@@ -1,0 +1,55 @@
+"""Which BLAS runs, and pinning it to one thread for benchmarks.
+
+BLAS libraries read their thread count when they are loaded, so the benchmark
+re-executes itself with the variables set rather than changing them after import.
+"""
+import ctypes
+import os
+import sys
+
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def reexec_single_threaded(module_args):
+    """Re-run `python -m <module_args>` with one BLAS thread unless already so."""
+    if all(os.environ.get(v) == "1" for v in THREAD_VARS):
+        return
+    env = dict(os.environ)
+    env.update({v: "1" for v in THREAD_VARS})
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, "-m"] + module_args, env)
+
+
+def loaded_openblas():
+    """[(library path, core name, threads)] for every OpenBLAS loaded in this process."""
+    out = []
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line})
+    except OSError:
+        return out
+    for path in paths:
+        lib = ctypes.CDLL(path)
+        info = [path, "?", "?"]
+        for prefix in ("scipy_", ""):
+            for suffix in ("", "64_"):
+                fn = getattr(lib, f"{prefix}openblas_get_corename{suffix}", None)
+                nt = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
+                if fn is not None:
+                    fn.restype = ctypes.c_char_p
+                    info[1] = fn().decode()
+                    info[2] = nt() if nt is not None else "?"
+                    break
+            if info[1] != "?":
+                break
+        out.append(tuple(info))
+    return out
+
+
+def describe():
+    libs = loaded_openblas()
+    env = {v: os.environ.get(v) for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if os.environ.get(v)}
+    parts = [f"{os.path.basename(p)}: kernel {core}, {threads} thread(s)" for p, core, threads in libs]
+    if env:
+        parts.append("env " + " ".join(f"{k}={v}" for k, v in env.items()))
+    return "; ".join(parts) or "no OpenBLAS found"
