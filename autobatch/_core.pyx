@@ -128,7 +128,6 @@ cdef class ComputationGraph:
     cdef int32_t* active                # signatures with ready nodes
     cdef int32_t* active_pos
     cdef int64_t n_active, cap_sigwork
-    cdef int64_t first_pending
     # strategy
     cdef int strategy_id
     cdef readonly object strategy
@@ -168,7 +167,6 @@ cdef class ComputationGraph:
         self.n_sig_keys = 0
         self.n_batch_ids = 0
         self.n_batches = 0
-        self.first_pending = 0
         if self.table != NULL:
             memset(self.table, 0xff, self.table_size * sizeof(int32_t))
         self.t_build = self.t_schedule = self.t_forward = self.t_backward = 0
@@ -365,8 +363,6 @@ cdef class ComputationGraph:
                 self.release(n)
                 t_sched += now() - t1
                 remaining -= n
-        while self.first_pending < self.n_nodes and self.nodes[self.first_pending].flags & F_DONE:
-            self.first_pending += 1
         self.t_schedule += t_sched
         self.t_forward += t_run
         self.t_last = now()
@@ -392,27 +388,25 @@ cdef class ComputationGraph:
         self.ensure_work()
         self.stamp += 1
         cdef int32_t st = self.stamp
-        cdef int64_t top = 0, count = 0, i
+        cdef int64_t head = 0, count = 0
         cdef int a
         cdef int32_t x, y
         self.needed = <int32_t*>grow(self.needed, &self.cap_needed, self.n_nodes, sizeof(int32_t))
-        # depth-first walk using `needed` as the stack
+        # breadth-first walk with `needed` as the queue: cost is the size of the
+        # uncomputed part only, so calling value() at every step of a parser stays linear
         self.mark[target] = st
-        self.needed[top] = target
-        top += 1
-        while top > 0:
-            top -= 1
-            x = self.needed[top]
+        self.needed[count] = target
+        count += 1
+        while head < count:
+            x = self.needed[head]
+            head += 1
             for a in range(self.nodes[x].nargs):
                 y = self.args[self.nodes[x].args_at + a]
                 if self.mark[y] != st and not (self.nodes[y].flags & F_DONE):
                     self.mark[y] = st
-                    self.needed[top] = y
-                    top += 1
-        for i in range(self.first_pending, target + 1):
-            if self.mark[i] == st and not (self.nodes[i].flags & F_DONE):
-                self.needed[count] = <int32_t>i
-                count += 1
+                    self.needed[count] = y
+                    count += 1
+        qsort(self.needed, count, sizeof(int32_t), cmp_int32)
         return count
 
     cdef int prepare_schedule(self, int64_t count) except -1:
