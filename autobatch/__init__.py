@@ -22,6 +22,7 @@ from autobatch._core import (
     pickneglogsoftmax, pickneglogsoftmax_batch, hinge, hinge_batch,
     pick, pick_batch, pick_range, pick_batch_elem, pick_batch_elems,
     concatenate, concatenate_cols, concatenate_to_batch, transpose, reshape,
+    lstm_gates, lstm_cell, lstm_hidden, vanilla_lstm_gates, vanilla_lstm_c, vanilla_lstm_h,
 )
 from autobatch.parameters import (
     ParameterCollection, Model, GlorotInitializer, NormalInitializer, UniformInitializer,

@@ -1972,3 +1972,69 @@ def reshape(Expression x, d, batch_size=None):
     if d0 * d1 != n.d0 * n.d1:
         raise DimensionError(f"reshape: cannot reshape {_dimstr(n)} to {tuple(d)}")
     return _wrap(_cg.add_node(OP_RESHAPE, 1, &x.idx, d0, d1, n.bs, 0, 0, 0.0, 0))
+
+
+# ---------------------------------------------------------- fused LSTM ops ----
+# Gate vectors hold blocks of `hidden_dim`: [i, f_1 .. f_k, o, g].
+
+def lstm_gates(Expression pre, int hidden_dim, float forget_bias=0.0):
+    """Gate activations of a pre-activation vector of blocks [i, f_1..f_k, o, g]:
+    logistic on all blocks but the last (forget blocks get + forget_bias), tanh on g."""
+    cdef Node* n = _check(pre)
+    if hidden_dim <= 0 or n.d1 != 1 or n.d0 % hidden_dim != 0 or n.d0 // hidden_dim < 3:
+        raise DimensionError(f"lstm_gates: pre-activations of shape {_dimstr(n)} are not "
+                             f"3 or more blocks of {hidden_dim}")
+    return _wrap(_cg.add_node(OP_LSTM_GATES, 1, &pre.idx, n.d0, 1, n.bs, hidden_dim, 0,
+                              forget_bias, 0))
+
+
+def lstm_cell(Expression gates, prev_cells=()):
+    """Cell update c = i * g + sum_m f_m * prev_cells[m] (gates from lstm_gates with
+    len(prev_cells) forget blocks)."""
+    cdef Node* g = _check(gates)
+    cdef int k = len(prev_cells)
+    if g.d1 != 1 or g.d0 % (k + 3) != 0:
+        raise DimensionError(f"lstm_cell: gates of shape {_dimstr(g)} are not {k + 3} blocks")
+    cdef int h = g.d0 // (k + 3)
+    cdef int32_t* ids = NULL
+    cdef int32_t n = _collect([gates] + list(prev_cells), "lstm_cell", &ids)
+    cdef Node* c
+    try:
+        for m in range(1, n):
+            c = &_cg.nodes[ids[m]]
+            if c.d0 != h or c.d1 != 1 or c.bs != g.bs:
+                raise DimensionError(f"lstm_cell: previous cell {m - 1} has shape {_dimstr(c)}, "
+                                     f"expected ({h},) with batch {g.bs}")
+        return _wrap(_cg.add_node(OP_LSTM_CELL, n, ids, h, 1, g.bs, 0, 0, 0.0, 0))
+    finally:
+        free(ids)
+
+
+def lstm_hidden(Expression cell, Expression gates):
+    """Hidden output h = o * tanh(cell); o is the second-to-last block of gates."""
+    cdef Node* c = _check(cell)
+    cdef Node* g = _check(gates)
+    if c.d1 != 1 or g.d1 != 1 or g.d0 % c.d0 != 0 or g.d0 // c.d0 < 3 or c.bs != g.bs:
+        raise DimensionError(f"lstm_hidden: cell {_dimstr(c)} does not fit gates {_dimstr(g)}")
+    cdef int32_t argv[2]
+    argv[0] = cell.idx
+    argv[1] = gates.idx
+    return _wrap(_cg.add_node(OP_LSTM_HIDDEN, 2, argv, c.d0, 1, c.bs, 0, 0, 0.0, 0))
+
+
+def vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):
+    """DyNet's fused LSTM gates [i, f, o, g] from input and previous hidden state
+    (forget bias +1, as in DyNet)."""
+    if weightnoise_std != 0.0:
+        raise NotImplementedError("vanilla_lstm_gates: weight noise is not supported")
+    b = _as_expr(b)
+    pre = affine_transform([b, Wx, x_t, Wh, h_tm1])
+    return lstm_gates(pre, _check(b).d0 // 4, 1.0)
+
+
+def vanilla_lstm_c(c_tm1, gates_t):
+    return lstm_cell(gates_t, [c_tm1])
+
+
+def vanilla_lstm_h(c_t, gates_t):
+    return lstm_hidden(c_t, gates_t)

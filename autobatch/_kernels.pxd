@@ -25,6 +25,8 @@ cdef enum OpId:
     OP_SQUARED_DISTANCE, OP_BINARY_LOG_LOSS, OP_MAX_DIM, OP_SUM_BATCHES
     # softmax family and losses
     OP_SOFTMAX, OP_LOG_SOFTMAX, OP_PICKNLS, OP_HINGE
+    # fused recurrent cells: gate activations, cell update, hidden output
+    OP_LSTM_GATES, OP_LSTM_CELL, OP_LSTM_HIDDEN
     # structure
     OP_PICK, OP_PICK_RANGE, OP_PICK_BATCH_ELEMS, OP_TRANSPOSE, OP_RESHAPE
     N_OPS

@@ -1132,6 +1132,137 @@ cdef void hinge_bwd(Batch* b) noexcept nogil:
                     dx[i] += g
                     dx[gold] -= g
 
+# ------------------------------------------------------- fused LSTM cells ----
+# Gates are laid out in blocks of h: [i, f_1 .. f_k, o, g]. One node each for the gate
+# activations, the cell update and the hidden output replaces about a dozen
+# elementwise nodes per step (LSTM: k = 1; binary Tree-LSTM: k = 2; its leaves: k = 0).
+
+cdef void lstm_gates_fwd(Batch* b) noexcept nogil:
+    # logistic on every block but the last (forget blocks get + fa), tanh on the last
+    cdef Node* n0 = NODE(b, 0)
+    cdef int h = n0.ia, total = elems(n0), j, k, i
+    cdef int nb = total // h
+    cdef float fb = n0.fa
+    cdef float* x
+    cdef float* y
+    for j in range(b.n):
+        for k in range(n0.bs):
+            x = ARG(b, j, 0).val + k * total
+            y = NODE(b, j).val + k * total
+            for i in range(h):
+                y[i] = stable_logistic(x[i])
+            for i in range(h, (nb - 2) * h):
+                y[i] = stable_logistic(x[i] + fb)
+            for i in range((nb - 2) * h, (nb - 1) * h):
+                y[i] = stable_logistic(x[i])
+            for i in range((nb - 1) * h, total):
+                y[i] = fast_tanh(x[i])
+
+cdef void lstm_gates_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef int h = n0.ia, total = elems(n0), j, k, i
+    cdef int nsig = total - h
+    cdef float* dx
+    cdef float* y
+    cdef float* dy
+    for j in range(b.n):
+        for k in range(n0.bs):
+            dx = ARG(b, j, 0).grad + k * total
+            y = NODE(b, j).val + k * total
+            dy = NODE(b, j).grad + k * total
+            for i in range(nsig):
+                dx[i] += y[i] * (1.0 - y[i]) * dy[i]
+            for i in range(nsig, total):
+                dx[i] += (1.0 - y[i] * y[i]) * dy[i]
+
+cdef void lstm_cell_fwd(Batch* b) noexcept nogil:
+    # c = i * g + sum_m f_m * c_m; arguments: gates, c_1 .. c_k
+    cdef Node* n0 = NODE(b, 0)
+    cdef int h = n0.d0, nk = n0.nargs - 1, G = (nk + 3) * h, j, k, i, m
+    cdef float* g
+    cdef float* y
+    cdef float* c
+    for j in range(b.n):
+        for k in range(n0.bs):
+            g = ARG(b, j, 0).val + k * G
+            y = NODE(b, j).val + k * h
+            for i in range(h):
+                y[i] = g[i] * g[(nk + 2) * h + i]
+            for m in range(nk):
+                c = ARG(b, j, 1 + m).val + k * h
+                for i in range(h):
+                    y[i] += g[(1 + m) * h + i] * c[i]
+
+cdef void lstm_cell_bwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int h = n0.d0, nk = n0.nargs - 1, G = (nk + 3) * h, j, k, i, m
+    cdef float* g
+    cdef float* dg
+    cdef float* dy
+    cdef float* c
+    cdef Node* cm
+    cdef bint want_g = batch_arg_needs_grad(b, 0)
+    for j in range(b.n):
+        for k in range(n0.bs):
+            g = ARG(b, j, 0).val + k * G
+            dg = ARG(b, j, 0).grad + k * G
+            dy = NODE(b, j).grad + k * h
+            if want_g:
+                for i in range(h):
+                    dg[i] += g[(nk + 2) * h + i] * dy[i]
+                    dg[(nk + 2) * h + i] += g[i] * dy[i]
+            for m in range(nk):
+                cm = ARG(b, j, 1 + m)
+                c = cm.val + k * h
+                if want_g:
+                    for i in range(h):
+                        dg[(1 + m) * h + i] += c[i] * dy[i]
+                if cm.flags & F_NEEDS_GRAD:
+                    for i in range(h):
+                        cm.grad[k * h + i] += g[(1 + m) * h + i] * dy[i]
+
+cdef void lstm_hidden_fwd(Batch* b) noexcept nogil:
+    # h = o * tanh(c); arguments: c, gates (o is the second-to-last block)
+    cdef Node* n0 = NODE(b, 0)
+    cdef int h = n0.d0, G = elems(ARG(b, 0, 1)), j, k, i
+    cdef float* c
+    cdef float* o
+    cdef float* y
+    for j in range(b.n):
+        for k in range(n0.bs):
+            c = ARG(b, j, 0).val + k * h
+            o = ARG(b, j, 1).val + k * G + G - 2 * h
+            y = NODE(b, j).val + k * h
+            for i in range(h):
+                y[i] = o[i] * fast_tanh(c[i])
+
+cdef void lstm_hidden_bwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int h = n0.d0, G = elems(ARG(b, 0, 1)), j, k, i
+    cdef float* c
+    cdef float* o
+    cdef float* dc
+    cdef float* do
+    cdef float* dy
+    cdef float t
+    cdef bint want_c = batch_arg_needs_grad(b, 0)
+    cdef bint want_g = batch_arg_needs_grad(b, 1)
+    for j in range(b.n):
+        for k in range(n0.bs):
+            c = ARG(b, j, 0).val + k * h
+            dc = ARG(b, j, 0).grad + k * h
+            o = ARG(b, j, 1).val + k * G + G - 2 * h
+            do = ARG(b, j, 1).grad + k * G + G - 2 * h
+            dy = NODE(b, j).grad + k * h
+            for i in range(h):
+                t = fast_tanh(c[i])
+                if want_c:
+                    dc[i] += o[i] * (1.0 - t * t) * dy[i]
+                if want_g:
+                    do[i] += t * dy[i]
+
 # ------------------------------------------------------------ structure ----
 
 cdef void pick_fwd(Batch* b) noexcept nogil:
@@ -1347,6 +1478,10 @@ defop(OP_SOFTMAX, b"softmax", ELEMENTWISE, 1, softmax_fwd, softmax_bwd)
 defop(OP_LOG_SOFTMAX, b"log_softmax", ELEMENTWISE, 1, softmax_fwd, softmax_bwd)
 defop(OP_PICKNLS, b"pickneglogsoftmax", PER_NODE, 1, picknls_fwd, picknls_bwd)
 defop(OP_HINGE, b"hinge", PER_NODE, 1, hinge_fwd, hinge_bwd)
+
+defop(OP_LSTM_GATES, b"lstm_gates", ELEMENTWISE, 1, lstm_gates_fwd, lstm_gates_bwd)
+defop(OP_LSTM_CELL, b"lstm_cell", ELEMENTWISE, -1, lstm_cell_fwd, lstm_cell_bwd)
+defop(OP_LSTM_HIDDEN, b"lstm_hidden", ELEMENTWISE, 2, lstm_hidden_fwd, lstm_hidden_bwd)
 
 defop(OP_PICK, b"pick", PER_NODE, 1, pick_fwd, pick_bwd)
 defop(OP_PICK_RANGE, b"pick_range", PER_NODE, 1, pick_range_fwd, pick_range_bwd)
