@@ -29,6 +29,10 @@ from autobatch.parameters import (
     ConstInitializer, NumpyInitializer,
 )
 from autobatch.trainers import SimpleSGDTrainer
+from autobatch.builders import (
+    RNNState, SimpleRNNBuilder, VanillaLSTMBuilder, LSTMBuilder, CoupledLSTMBuilder, GRUBuilder,
+    BiRNNBuilder, TreeLSTMBuilder, TreeState,
+)
 from autobatch.strategies import Strategy
 
 # snake_case aliases

@@ -1,0 +1,380 @@
+"""Recurrent and tree builders with DyNet's Python API.
+
+A builder owns parameters; `initial_state()` starts a sequence and every
+`add_input(x)` returns a new immutable `RNNState`. Per-instance code calls them as
+usual; the engine batches the steps of all instances. The LSTM builders record one
+fused node per gate activation, cell update and hidden output (see `lstm_gates`).
+"""
+from autobatch._core import (
+    Expression, affine_transform, cmult, concatenate, dropout, logistic, lstm_cell,
+    lstm_gates, lstm_hidden, ones, parameter, tanh, zeros,
+)
+
+
+class RNNState:
+    """An immutable point in a sequence: per-layer hidden (and cell) states."""
+    __slots__ = ("_builder", "_h", "_c", "_prev", "_masks")
+
+    def __init__(self, builder, h, c, prev, masks):
+        self._builder, self._h, self._c, self._prev, self._masks = builder, h, c, prev, masks
+
+    def add_input(self, x):
+        if not isinstance(x, Expression):
+            raise TypeError(f"add_input takes an Expression, got {type(x).__name__}")
+        h, c = self._builder._step(self, x)
+        return RNNState(self._builder, h, c, self, self._masks)
+
+    def add_inputs(self, xs):
+        """States after each input, in order."""
+        states, s = [], self
+        for x in xs:
+            s = s.add_input(x)
+            states.append(s)
+        return states
+
+    def transduce(self, xs):
+        """Outputs after each input (cheaper to write than add_inputs + output)."""
+        return [s.output() for s in self.add_inputs(xs)]
+
+    def output(self):
+        """Hidden state of the top layer."""
+        return self._h[-1]
+
+    def h(self):
+        return tuple(self._h)
+
+    def s(self):
+        """The full state: cells then hidden states for LSTMs (DyNet's order)."""
+        return tuple(self._c) + tuple(self._h) if self._c is not None else tuple(self._h)
+
+    def prev(self):
+        return self._prev
+
+    def b(self):
+        return self._builder
+
+    def set_h(self, es=None):
+        """A state with hidden states `es` (one per layer), same cells."""
+        es = self._builder._check_layers(es, "set_h")
+        return RNNState(self._builder, es, self._c, self, self._masks)
+
+    def set_s(self, es=None):
+        """A state from a full state (cells then hidden states for LSTMs)."""
+        b = self._builder
+        if b._has_cell:
+            es = list(es)
+            if len(es) != 2 * b.layers:
+                raise ValueError(f"set_s: expected {2 * b.layers} expressions, got {len(es)}")
+            return RNNState(b, es[b.layers:], es[:b.layers], self, self._masks)
+        return self.set_h(es)
+
+
+class _RNNBuilder:
+    """Shared machinery: parameters per layer, dropout masks, initial states."""
+    _has_cell = False
+    _name = "rnn-builder"
+
+    def __init__(self, layers, input_dim, hidden_dim, model):
+        if layers < 1 or input_dim < 1 or hidden_dim < 1:
+            raise ValueError("layers, input_dim and hidden_dim must be positive")
+        self.layers, self.input_dim, self.hidden_dim = int(layers), int(input_dim), int(hidden_dim)
+        self.spec = (self.layers, self.input_dim, self.hidden_dim)
+        self._pc = model.add_subcollection(self._name) if hasattr(model, "add_subcollection") else model
+        self._params = []
+        for layer in range(self.layers):
+            in_dim = self.input_dim if layer == 0 else self.hidden_dim
+            self._params.append([self._pc.add_parameters(shape, init=init, name=f"{name}{layer}")
+                                 for name, shape, init in self._layer_shapes(in_dim)])
+        self.dropout_rate = 0.0
+        self.dropout_rate_h = 0.0
+        self._update = True
+
+    # --- DyNet's builder API ---
+
+    def initial_state(self, vecs=None, update=True):
+        """A new sequence. `vecs`: initial state (cells then hidden states for LSTMs);
+        zero when omitted."""
+        self._update = update
+        masks = self._dropout_masks()
+        if vecs is None:
+            return RNNState(self, [None] * self.layers,
+                            [None] * self.layers if self._has_cell else None, None, masks)
+        state = RNNState(self, [None] * self.layers,
+                         [None] * self.layers if self._has_cell else None, None, masks)
+        return state.set_s(vecs)
+
+    def initial_state_from_raw_vectors(self, vecs=None, update=True):
+        from autobatch._core import inputVector
+        return self.initial_state(None if vecs is None else [inputVector(v) for v in vecs], update)
+
+    def param_collection(self):
+        return self._pc
+
+    def get_parameters(self):
+        """Per layer, the layer's Parameters."""
+        return [list(ps) for ps in self._params]
+
+    def get_parameter_expressions(self):
+        return [[parameter(p) for p in ps] for ps in self._params]
+
+    def set_dropout(self, p):
+        self.set_dropouts(p, p)
+
+    def set_dropouts(self, d, d_h):
+        """Dropout on each layer's input (d) and recurrent input (d_h), one mask per
+        sequence (as DyNet)."""
+        for v in (d, d_h):
+            if not 0.0 <= v < 1.0:
+                raise ValueError(f"dropout rates must be in [0, 1), got {v}")
+        self.dropout_rate, self.dropout_rate_h = float(d), float(d_h)
+
+    def disable_dropout(self):
+        self.dropout_rate = self.dropout_rate_h = 0.0
+
+    # --- internals ---
+
+    def _check_layers(self, es, what):
+        es = list(es)
+        if len(es) != self.layers:
+            raise ValueError(f"{what}: expected {self.layers} expressions, got {len(es)}")
+        return es
+
+    def _dropout_masks(self):
+        if self.dropout_rate == 0.0 and self.dropout_rate_h == 0.0:
+            return None
+        masks = []
+        for layer in range(self.layers):
+            in_dim = self.input_dim if layer == 0 else self.hidden_dim
+            mx = dropout(ones(in_dim), self.dropout_rate) if self.dropout_rate else None
+            mh = dropout(ones(self.hidden_dim), self.dropout_rate_h) if self.dropout_rate_h else None
+            masks.append((mx, mh))
+        return masks
+
+    def _layer_params(self, layer):
+        return [parameter(p, update=self._update) for p in self._params[layer]]
+
+    def _step(self, state, x):
+        hs, cs = [], [] if self._has_cell else None
+        for layer in range(self.layers):
+            h_prev = state._h[layer]
+            if state._masks is not None:
+                mx, mh = state._masks[layer]
+                if mx is not None:
+                    x = cmult(x, mx)
+                if mh is not None and h_prev is not None:
+                    h_prev = cmult(h_prev, mh)
+            c_prev = state._c[layer] if self._has_cell else None
+            h, c = self._cell(self._layer_params(layer), x, h_prev, c_prev)
+            hs.append(h)
+            if self._has_cell:
+                cs.append(c)
+            x = h
+        return hs, cs
+
+
+class SimpleRNNBuilder(_RNNBuilder):
+    """h_t = tanh(W_x x_t + W_h h_{t-1} + b)"""
+    _name = "simple-rnn-builder"
+
+    def _layer_shapes(self, in_dim):
+        H = self.hidden_dim
+        return [("x2h", (H, in_dim), None), ("h2h", (H, H), None), ("bh", (H,), 0.0)]
+
+    def _cell(self, p, x, h, c):
+        Wx, Wh, b = p
+        if h is None:
+            return tanh(affine_transform([b, Wx, x])), None
+        return tanh(affine_transform([b, Wx, x, Wh, h])), None
+
+
+class VanillaLSTMBuilder(_RNNBuilder):
+    """LSTM without peepholes (DyNet's VanillaLSTMBuilder): gates [i; f; o; g] =
+    W_x x + W_h h + b, f gets + forget_bias; c = f*c + i*g; h = o*tanh(c).
+
+    Each step records 4 nodes: one affine transform (a shared-weight gemm in the
+    batch) and the fused gate, cell and hidden ops."""
+    _has_cell = True
+    _name = "vanilla-lstm-builder"
+
+    def __init__(self, layers, input_dim, hidden_dim, model, ln_lstm=False, forget_bias=1.0):
+        if ln_lstm:
+            raise NotImplementedError("layer-normalised LSTM (ln_lstm=True) is not supported")
+        self.forget_bias = float(forget_bias)
+        super().__init__(layers, input_dim, hidden_dim, model)
+
+    def _layer_shapes(self, in_dim):
+        H = self.hidden_dim
+        return [("p_x", (4 * H, in_dim), None), ("p_h", (4 * H, H), None), ("p_bias", (4 * H,), 0.0)]
+
+    def _cell(self, p, x, h, c):
+        Wx, Wh, b = p
+        if h is None:
+            pre = affine_transform([b, Wx, x])
+        else:
+            pre = affine_transform([b, Wx, x, Wh, h])
+        gates = lstm_gates(pre, self.hidden_dim, self.forget_bias)
+        if c is None:
+            c = zeros(self.hidden_dim, batch_size=x.dim()[1])
+        c = lstm_cell(gates, [c])
+        return lstm_hidden(c, gates), c
+
+
+LSTMBuilder = VanillaLSTMBuilder
+
+
+class CoupledLSTMBuilder(_RNNBuilder):
+    """LSTM with peephole connections and coupled input/forget gates (f = 1 - i),
+    DyNet's CoupledLSTMBuilder."""
+    _has_cell = True
+    _name = "coupled-lstm-builder"
+
+    def _layer_shapes(self, in_dim):
+        H = self.hidden_dim
+        return [("x2i", (H, in_dim), None), ("h2i", (H, H), None), ("c2i", (H, H), None),
+                ("bi", (H,), 0.0), ("x2o", (H, in_dim), None), ("h2o", (H, H), None),
+                ("c2o", (H, H), None), ("bo", (H,), 0.0), ("x2c", (H, in_dim), None),
+                ("h2c", (H, H), None), ("bc", (H,), 0.0)]
+
+    def _cell(self, p, x, h, c):
+        x2i, h2i, c2i, bi, x2o, h2o, c2o, bo, x2c, h2c, bc = p
+        if h is None:
+            i = logistic(affine_transform([bi, x2i, x]))
+            w = tanh(affine_transform([bc, x2c, x]))
+            c = cmult(i, w)
+            o = logistic(affine_transform([bo, x2o, x, c2o, c]))
+        else:
+            i = logistic(affine_transform([bi, x2i, x, h2i, h, c2i, c]))
+            w = tanh(affine_transform([bc, x2c, x, h2c, h]))
+            c = cmult(1.0 - i, c) + cmult(i, w)
+            o = logistic(affine_transform([bo, x2o, x, h2o, h, c2o, c]))
+        return cmult(o, tanh(c)), c
+
+
+class GRUBuilder(_RNNBuilder):
+    """GRU (DyNet's): z = s(W_xz x + W_hz h + b_z), r = s(W_xr x + W_hr h + b_r),
+    c = tanh(W_xh x + W_hh (r*h) + b_h), h' = (1 - z)*h + z*c."""
+    _name = "gru-builder"
+
+    def _layer_shapes(self, in_dim):
+        H = self.hidden_dim
+        return [("x2z", (H, in_dim), None), ("h2z", (H, H), None), ("bz", (H,), 0.0),
+                ("x2r", (H, in_dim), None), ("h2r", (H, H), None), ("br", (H,), 0.0),
+                ("x2h", (H, in_dim), None), ("h2h", (H, H), None), ("bh", (H,), 0.0)]
+
+    def _cell(self, p, x, h, c):
+        x2z, h2z, bz, x2r, h2r, br, x2h, h2h, bh = p
+        if h is None:
+            z = logistic(affine_transform([bz, x2z, x]))
+            return cmult(z, tanh(affine_transform([bh, x2h, x]))), None
+        z = logistic(affine_transform([bz, x2z, x, h2z, h]))
+        r = logistic(affine_transform([br, x2r, x, h2r, h]))
+        cand = tanh(affine_transform([bh, x2h, x, h2h, cmult(r, h)]))
+        return cmult(1.0 - z, h) + cmult(z, cand), None
+
+
+class BiRNNBuilder:
+    """Stacked bidirectional RNN (DyNet's BiRNNBuilder): each layer runs a forward and
+    a backward builder of hidden_dim/2 and concatenates their outputs."""
+
+    def __init__(self, num_layers, input_dim, hidden_dim, model, rnn_builder_factory,
+                 builder_layers=None):
+        if builder_layers is not None:
+            self.builder_layers = list(builder_layers)
+            return
+        if num_layers < 1:
+            raise ValueError("num_layers must be positive")
+        if hidden_dim % 2:
+            raise ValueError(f"BiRNNBuilder: hidden_dim must be even, got {hidden_dim}")
+        half = hidden_dim // 2
+        self.builder_layers = []
+        for layer in range(num_layers):
+            in_dim = input_dim if layer == 0 else hidden_dim
+            self.builder_layers.append((rnn_builder_factory(1, in_dim, half, model),
+                                        rnn_builder_factory(1, in_dim, half, model)))
+
+    def _run_layer(self, fb, bb, es):
+        fs = fb.initial_state().add_inputs(es)
+        bs = bb.initial_state().add_inputs(reversed(es))
+        return fs, list(reversed(bs))
+
+    def add_inputs(self, es):
+        """(forward state, backward state) per position of the top layer."""
+        es = list(es)
+        for fb, bb in self.builder_layers[:-1]:
+            fs, bs = self._run_layer(fb, bb, es)
+            es = [concatenate([f.output(), b.output()]) for f, b in zip(fs, bs)]
+        fs, bs = self._run_layer(*self.builder_layers[-1], es)
+        return list(zip(fs, bs))
+
+    def transduce(self, es):
+        """Concatenated forward and backward outputs per position."""
+        return [concatenate([f.output(), b.output()]) for f, b in self.add_inputs(es)]
+
+    def set_dropout(self, p):
+        for fb, bb in self.builder_layers:
+            fb.set_dropout(p)
+            bb.set_dropout(p)
+
+    def disable_dropout(self):
+        for fb, bb in self.builder_layers:
+            fb.disable_dropout()
+            bb.disable_dropout()
+
+    def param_collection(self):
+        return self.builder_layers[0][0].param_collection()
+
+
+class TreeState:
+    """Hidden and cell state of one tree node."""
+    __slots__ = ("h", "c")
+
+    def __init__(self, h, c):
+        self.h, self.c = h, c
+
+    def output(self):
+        return self.h
+
+
+class TreeLSTMBuilder:
+    """Binary Tree-LSTM (Tai et al., 2015).
+
+    Leaf: [i; o; u] = W x + b, c = i*u, h = o*tanh(c).
+    Node: [i; f_l; f_r; o; u] = U [h_l; h_r] + b', c = i*u + f_l*c_l + f_r*c_r,
+    h = o*tanh(c). Both record fused nodes, so all leaves of a minibatch run as one
+    batch and all nodes at the same height as another.
+    """
+
+    def __init__(self, input_dim, hidden_dim, model, forget_bias=0.0):
+        self.input_dim, self.hidden_dim = int(input_dim), int(hidden_dim)
+        self.forget_bias = float(forget_bias)
+        H = self.hidden_dim
+        self._pc = model.add_subcollection("tree-lstm-builder") if hasattr(model, "add_subcollection") else model
+        self.W_leaf = self._pc.add_parameters((3 * H, self.input_dim), name="W_leaf")
+        self.b_leaf = self._pc.add_parameters(3 * H, init=0.0, name="b_leaf")
+        self.U = self._pc.add_parameters((5 * H, 2 * H), name="U")
+        self.b = self._pc.add_parameters(5 * H, init=0.0, name="b")
+
+    def leaf(self, x):
+        gates = lstm_gates(affine_transform([self.b_leaf, self.W_leaf, x]), self.hidden_dim)
+        c = lstm_cell(gates, [])
+        return TreeState(lstm_hidden(c, gates), c)
+
+    def compose(self, left, right):
+        pre = affine_transform([self.b, self.U, concatenate([left.h, right.h])])
+        gates = lstm_gates(pre, self.hidden_dim, self.forget_bias)
+        c = lstm_cell(gates, [left.c, right.c])
+        return TreeState(lstm_hidden(c, gates), c)
+
+    def expr_for_tree(self, tree, leaf_input):
+        """State of the root of `tree`: a leaf (anything `leaf_input` turns into an
+        input Expression) or a pair (left, right) of trees."""
+        if isinstance(tree, tuple) and len(tree) == 2:
+            return self.compose(self.expr_for_tree(tree[0], leaf_input),
+                                self.expr_for_tree(tree[1], leaf_input))
+        return self.leaf(leaf_input(tree))
+
+    def param_collection(self):
+        return self._pc
+
+    def get_parameters(self):
+        return [self.W_leaf, self.b_leaf, self.U, self.b]
