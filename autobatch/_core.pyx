@@ -840,6 +840,38 @@ cdef class ComputationGraph:
         return (OP_NAMES[n.op], self.shape_of(i), n.bs, n.sig,
                 [self.args[n.args_at + a] for a in range(n.nargs)])
 
+    def batch_lower_bound(self):
+        """A lower bound on the number of batches any strategy needs for the scheduled
+        part of this graph: for each signature, the most nodes of that signature on
+        any one dependency path (they can never share a batch). Returns
+        (total, {signature: bound})."""
+        cdef int64_t N = self.n_nodes, i
+        cdef int32_t s, best, v
+        cdef int a
+        cdef Node* n
+        cdef int32_t* longest = <int32_t*>malloc((N + 1) * sizeof(int32_t))
+        if longest == NULL:
+            raise MemoryError()
+        bounds = {}
+        try:
+            for s in range(self.n_sigs):
+                best = 0
+                for i in range(N):             # ids are a topological order
+                    n = &self.nodes[i]
+                    v = 0
+                    for a in range(n.nargs):
+                        if longest[self.args[n.args_at + a]] > v:
+                            v = longest[self.args[n.args_at + a]]
+                    if n.sig == s:
+                        v += 1
+                    longest[i] = v
+                    if v > best:
+                        best = v
+                bounds[s] = best
+        finally:
+            free(longest)
+        return sum(bounds.values()), bounds
+
     def signature_nodes(self):
         """{signature id: number of nodes created with it}."""
         return {s: self.sig_count[s] for s in range(self.n_sigs)}
