@@ -42,4 +42,8 @@ scalar_input = scalarInput
 logistic_sigmoid = logistic
 rectified = rectify
 
+from autobatch.blas import blas_info, set_blas_threads, _configure_from_environment
+
+_configure_from_environment()
+
 __version__ = "0.1.0"

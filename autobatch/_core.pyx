@@ -269,7 +269,7 @@ cdef class ComputationGraph:
         key[8] = 0
         for a in range(n.nargs):
             arg = self.args[n.args_at + a]
-            shared = (kind == SHARED_FIRST and a == 0) or (kind == SHARED_AFFINE and (a == 0 or a % 2 == 1))
+            shared = (kind == SHARED_FIRST and a == 0) or (kind == SHARED_AFFINE and a % 2 == 1)
             key[9 + a] = (-1 - <int64_t>arg) if shared else shape_code(&self.nodes[arg])
         cdef int klen = <int>need
         cdef uint64_t h = 1469598103934665603

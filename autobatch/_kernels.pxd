@@ -36,7 +36,7 @@ cdef enum BatchKind:
     LEAF          # never scheduled
     ELEMENTWISE   # stacked arguments, shapes in the signature
     SHARED_FIRST  # argument 0 shared (its node identity in the signature), rest stacked
-    SHARED_AFFINE # arguments 0, 1, 3, 5, ... shared (bias and weights of affine_transform)
+    SHARED_AFFINE # arguments 1, 3, 5, ... shared (the weights of affine_transform); the bias is stacked
     PER_NODE      # a batched kernel that loops over the nodes of the batch
     UNBATCHED     # never shares a batch (node id in the signature)
 
