@@ -1,0 +1,234 @@
+"""A BiLSTM part-of-speech-style tagger, written per sentence, batched automatically.
+
+    python examples/bilstm_tagger.py                      # synthetic data, well under a minute
+    python examples/bilstm_tagger.py --strategy none      # the same run, one node at a time
+    python examples/bilstm_tagger.py --train train.tsv --dev dev.tsv --epochs 10
+
+Files are CoNLL-style: one `word<TAB>tag` per line, a blank line between sentences.
+
+The model code below handles ONE sentence at a time: no padding, no masks, no sorting
+by length. Per minibatch we build one loss per sentence, sum them, and let autobatch
+group identical operations of all sentences into batched kernels.
+
+On a busy machine, OPENBLAS_NUM_THREADS=1 keeps the batched matrix products fast.
+"""
+import argparse
+import random
+import sys
+import time
+from collections import Counter
+
+import numpy as np
+
+import autobatch as dy
+
+
+class LSTMCell:
+    """One LSTM layer, written out with ops.
+
+    All four gates come from a single affine transform of size 4h, sliced with
+    pick_range. Against four separate affine transforms this runs 30% fewer batched
+    kernels per step under "agenda" and is slightly faster at this example's sizes
+    (at hidden size 256 the four separate transforms are slightly faster).
+    """
+
+    def __init__(self, pc, input_dim, hidden_dim):
+        self.h = hidden_dim
+        self.Wx = pc.add_parameters((4 * hidden_dim, input_dim))
+        self.Wh = pc.add_parameters((4 * hidden_dim, hidden_dim))
+        self.b = pc.add_parameters(4 * hidden_dim, init=dy.ConstInitializer(0.0))
+
+    def transduce(self, xs):
+        """The hidden state after each input vector of `xs`."""
+        H = self.h
+        h = c = dy.zeros(H)
+        hs = []
+        for x in xs:
+            gates = dy.affine_transform([self.b, self.Wx, x, self.Wh, h])
+            i = dy.logistic(dy.pick_range(gates, 0, H))
+            f = dy.logistic(dy.pick_range(gates, H, 2 * H))
+            o = dy.logistic(dy.pick_range(gates, 2 * H, 3 * H))
+            u = dy.tanh(dy.pick_range(gates, 3 * H, 4 * H))
+            c = dy.cmult(f, c) + dy.cmult(i, u)
+            h = dy.cmult(o, dy.tanh(c))
+            hs.append(h)
+        return hs
+
+
+class Tagger:
+    """word lookup -> forward and backward LSTM -> tanh(W [f; b] + b) -> softmax."""
+
+    def __init__(self, pc, n_words, n_tags, word_dim, hidden_dim):
+        self.E = pc.add_lookup_parameters((n_words, word_dim))
+        self.fwd = LSTMCell(pc, word_dim, hidden_dim)
+        self.bwd = LSTMCell(pc, word_dim, hidden_dim)
+        self.W_mlp = pc.add_parameters((hidden_dim, 2 * hidden_dim))
+        self.b_mlp = pc.add_parameters(hidden_dim, init=dy.ConstInitializer(0.0))
+        self.W_out = pc.add_parameters((n_tags, hidden_dim))
+        self.b_out = pc.add_parameters(n_tags, init=dy.ConstInitializer(0.0))
+
+    def scores(self, word_ids):
+        """One score vector (n_tags) per word of one sentence."""
+        xs = [self.E[w] for w in word_ids]
+        fs = self.fwd.transduce(xs)
+        bs = self.bwd.transduce(xs[::-1])[::-1]
+        out = []
+        for f, b in zip(fs, bs):
+            hidden = dy.tanh(dy.affine_transform([self.b_mlp, self.W_mlp, dy.concatenate([f, b])]))
+            out.append(dy.affine_transform([self.b_out, self.W_out, hidden]))
+        return out
+
+    def loss(self, word_ids, tag_ids):
+        return dy.esum([dy.pickneglogsoftmax(s, t) for s, t in zip(self.scores(word_ids), tag_ids)])
+
+
+# ------------------------------------------------------------------------ data ----
+
+def synthetic_corpus(n_sentences, vocab_size=2000, n_tags=8, seed=0):
+    """Sentences of Zipf-distributed words; lengths ~ gamma(mean 12, sd 6) in 1..40.
+
+    Each word has a fixed tag; 10% of the tokens take the previous word's tag
+    instead, so the context matters a little. Returns [[(word, tag), ...], ...]."""
+    rng = np.random.default_rng(seed)
+    word_tag = np.random.default_rng(12345).integers(0, n_tags, size=vocab_size)  # same for train/dev
+    p = 1.0 / np.arange(1, vocab_size + 1) ** 1.1
+    p /= p.sum()
+    lengths = np.clip(np.rint(rng.gamma(4.0, 3.0, size=n_sentences)), 1, 40).astype(int)
+    corpus = []
+    for n in lengths:
+        words = rng.choice(vocab_size, size=n, p=p)
+        tags = word_tag[words].copy()
+        flip = rng.random(n) < 0.1
+        flip[0] = False
+        tags[flip] = word_tag[words[np.flatnonzero(flip) - 1]]
+        corpus.append([(f"w{w}", f"T{t}") for w, t in zip(words, tags)])
+    return corpus
+
+
+def read_conll(path):
+    """`word<TAB>tag` lines, blank lines between sentences."""
+    sentences, current = [], []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                if current:
+                    sentences.append(current)
+                current = []
+                continue
+            parts = line.split("\t")
+            if len(parts) < 2:
+                raise ValueError(f"{path}:{lineno}: expected 'word<TAB>tag', got {line!r}")
+            current.append((parts[0], parts[-1]))
+    if current:
+        sentences.append(current)
+    return sentences
+
+
+class Vocab:
+    def __init__(self, items, unk=None):
+        self.items = ([unk] if unk else []) + sorted(set(items) - {unk})
+        self.index = {w: i for i, w in enumerate(self.items)}
+        self.unk = 0 if unk else None
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, item):
+        i = self.index.get(item, self.unk)
+        if i is None:
+            raise KeyError(f"{item!r} is not in the vocabulary")
+        return i
+
+
+# -------------------------------------------------------------------- training ----
+
+def batch_loss(tagger, batch, strategy):
+    """A fresh graph holding one loss per sentence, summed."""
+    dy.renew_cg(strategy=strategy)
+    return dy.esum([tagger.loss(words, tags) for words, tags in batch])
+
+
+def accuracy(tagger, data, batch_size, strategy):
+    correct = total = 0
+    for k in range(0, len(data), batch_size):
+        batch = data[k:k + batch_size]
+        dy.renew_cg(strategy=strategy)
+        scores = [s for words, _ in batch for s in tagger.scores(words)]
+        predicted = dy.concatenate_cols(scores).npvalue().argmax(axis=0)  # (n_tags, n_tokens)
+        gold = [t for _, tags in batch for t in tags]
+        correct += int(np.sum(predicted == np.asarray(gold)))
+        total += len(gold)
+    return correct / total
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--hidden", type=int, default=64, help="LSTM and MLP size")
+    ap.add_argument("--word-dim", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=0.3, help="SGD learning rate")
+    ap.add_argument("--train", metavar="FILE", help="word<TAB>tag file (default: synthetic)")
+    ap.add_argument("--dev", metavar="FILE", help="held-out word<TAB>tag file")
+    ap.add_argument("--n-train", type=int, default=1500, help="synthetic training sentences")
+    ap.add_argument("--n-dev", type=int, default=200, help="synthetic held-out sentences")
+    ap.add_argument("--seed", type=int, default=1)
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.train:
+        train_raw = read_conll(args.train)
+        dev_raw = read_conll(args.dev) if args.dev else train_raw[-len(train_raw) // 10:]
+    else:
+        train_raw = synthetic_corpus(args.n_train, seed=args.seed)
+        dev_raw = synthetic_corpus(args.n_dev, seed=args.seed + 1000)
+    words = Vocab((w for s in train_raw for w, _ in s), unk="<unk>")
+    tags = Vocab(t for s in train_raw for _, t in s)
+    encode = lambda sent: ([words[w] for w, _ in sent], [tags[t] for _, t in sent])
+    train, dev = [encode(s) for s in train_raw], [encode(s) for s in dev_raw]
+    n_tokens = sum(len(w) for w, _ in train)
+    print(f"train: {len(train)} sentences, {n_tokens} tokens; dev: {len(dev)} sentences; "
+          f"{len(words)} words, {len(tags)} tags; strategy {args.strategy!r}")
+
+    pc = dy.ParameterCollection(seed=args.seed)
+    tagger = Tagger(pc, len(words), len(tags), args.word_dim, args.hidden)
+    trainer = dy.SimpleSGDTrainer(pc, args.lr)
+    order = random.Random(args.seed)
+
+    losses, step_times = [], []
+    for epoch in range(1, args.epochs + 1):
+        order.shuffle(train)
+        total, t_epoch = 0.0, time.perf_counter()
+        for k in range(0, len(train), args.batch_size):
+            t0 = time.perf_counter()
+            loss = batch_loss(tagger, train[k:k + args.batch_size], args.strategy)
+            total += loss.value()
+            loss.backward()
+            trainer.update()
+            step_times.append(time.perf_counter() - t0)
+        losses.append(total / n_tokens)
+        print(f"epoch {epoch}: loss per token {losses[-1]:.4f}  ({time.perf_counter() - t_epoch:.1f}s)")
+
+    acc = accuracy(tagger, dev, args.batch_size, args.strategy)
+    print(f"held-out tag accuracy: {acc:.3f}")
+
+    # What the scheduler did for one minibatch (forward pass), and what it does without batching.
+    batch = train[:args.batch_size]
+    stats = {}
+    for strategy in dict.fromkeys([args.strategy, "none"]):
+        batch_loss(tagger, batch, strategy).value()
+        stats[strategy] = dy.cg().stats()
+    s = stats[args.strategy]
+    print(f"one step ({len(batch)} sentences, {sum(len(w) for w, _ in batch)} tokens): "
+          f"{s['nodes']} nodes in {s['batches']} batches with {args.strategy!r} "
+          f"({stats['none']['batches']} with 'none'); median step time {1000 * float(np.median(step_times)):.1f} ms")
+    return {"losses": losses, "accuracy": acc, "stats": stats,
+            "step_seconds": float(np.median(step_times))}
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
