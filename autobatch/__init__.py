@@ -23,11 +23,16 @@ from autobatch._core import (
     pick, pick_batch, pick_range, pick_batch_elem, pick_batch_elems,
     concatenate, concatenate_cols, concatenate_to_batch, transpose, reshape,
 )
-from autobatch.parameters import (
-    ParameterCollection, Model, GlorotInitializer, NormalInitializer, UniformInitializer,
-    ConstInitializer, NumpyInitializer,
+from autobatch.initializers import (
+    GlorotInitializer, NormalInitializer, UniformInitializer, ConstInitializer,
+    IdentityInitializer, SaxeInitializer, NumpyInitializer, FromFileInitializer,
 )
-from autobatch.trainers import SimpleSGDTrainer
+from autobatch.parameters import ParameterCollection, Model, reset_random_seed
+from autobatch.serialization import save, load, load_generator, ModelFileError
+from autobatch.trainers import (
+    Trainer, SimpleSGDTrainer, CyclicalSGDTrainer, MomentumSGDTrainer, AdagradTrainer,
+    AdadeltaTrainer, RMSPropTrainer, AdamTrainer, AmsgradTrainer,
+)
 from autobatch.strategies import Strategy
 
 # snake_case aliases
