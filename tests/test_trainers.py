@@ -36,24 +36,20 @@ def ref_rmsprop(th, g, t, s, h):
     return th - h["learning_rate"] * g / np.sqrt(s["Eg"] + h["eps"])
 
 
-def _adam_moments(g, s, h):
+def _adam_moments(g, t, s, h):
+    """Moment updates; returns the bias-corrected step size."""
     s["m"] = h["beta_1"] * s["m"] + (1 - h["beta_1"]) * g
     s["v"] = h["beta_2"] * s["v"] + (1 - h["beta_2"]) * g ** 2
-    return h["alpha"] * math.sqrt(1 - h["beta_2"] ** t_now[0]) / (1 - h["beta_1"] ** t_now[0])
-
-
-t_now = [0]
+    return h["alpha"] * math.sqrt(1 - h["beta_2"] ** t) / (1 - h["beta_1"] ** t)
 
 
 def ref_adam(th, g, t, s, h):
-    t_now[0] = t
-    lr_t = _adam_moments(g, s, h)
+    lr_t = _adam_moments(g, t, s, h)
     return th - lr_t * s["m"] / (np.sqrt(s["v"]) + h["eps"])
 
 
 def ref_amsgrad(th, g, t, s, h):
-    t_now[0] = t
-    lr_t = _adam_moments(g, s, h)
+    lr_t = _adam_moments(g, t, s, h)
     s["vhat"] = np.maximum(s["vhat"], s["v"])
     return th - lr_t * s["m"] / (np.sqrt(s["vhat"]) + h["eps"])
 
