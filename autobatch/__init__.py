@@ -24,11 +24,16 @@ from autobatch._core import (
     concatenate, concatenate_cols, concatenate_to_batch, transpose, reshape,
     lstm_gates, lstm_cell, lstm_hidden, vanilla_lstm_gates, vanilla_lstm_c, vanilla_lstm_h,
 )
-from autobatch.parameters import (
-    ParameterCollection, Model, GlorotInitializer, NormalInitializer, UniformInitializer,
-    ConstInitializer, NumpyInitializer,
+from autobatch.initializers import (
+    GlorotInitializer, NormalInitializer, UniformInitializer, ConstInitializer,
+    IdentityInitializer, SaxeInitializer, NumpyInitializer, FromFileInitializer,
 )
-from autobatch.trainers import SimpleSGDTrainer
+from autobatch.parameters import ParameterCollection, Model, reset_random_seed
+from autobatch.serialization import save, load, load_generator, ModelFileError
+from autobatch.trainers import (
+    Trainer, SimpleSGDTrainer, CyclicalSGDTrainer, MomentumSGDTrainer, AdagradTrainer,
+    AdadeltaTrainer, RMSPropTrainer, AdamTrainer, AmsgradTrainer,
+)
 from autobatch.builders import (
     RNNState, SimpleRNNBuilder, VanillaLSTMBuilder, LSTMBuilder, CoupledLSTMBuilder, GRUBuilder,
     BiRNNBuilder, TreeLSTMBuilder, TreeState,

@@ -1,102 +1,229 @@
-"""ParameterCollection and initializers (DyNet names and defaults)."""
+"""ParameterCollection: creates, names and groups parameters (DyNet's `Model`).
+
+Naming follows DyNet: the root collection is "/"; a parameter added with name "W" is
+"/W", a second "W" is "/W_1", an unnamed one "/_0", "/_1", ...; a subcollection "enc"
+is "/enc/" (a second one "/enc_1/", an unnamed one "/_0/") and its parameters are
+"/enc/W", ... User names may not contain "/" nor end in "_" or "_<digits>" (DyNet
+forbids "_" altogether). A collection's
+`parameters_list()` / `lookup_parameters_list()` hold its own parameters and those of
+all its subcollections, in creation order.
+"""
+import re
+
 import numpy as np
 
+from autobatch import _core
 from autobatch._core import LookupParameters, Parameters
+from autobatch import serialization
+from autobatch.initializers import (  # noqa: F401  (re-exported)
+    ConstInitializer, FromFileInitializer, GlorotInitializer, IdentityInitializer,
+    NormalInitializer, NumpyInitializer, SaxeInitializer, UniformInitializer,
+    resolve_initializer,
+)
+
+_global_rng = np.random.default_rng()
 
 
-def _rng(collection):
-    return collection._rng
+def reset_random_seed(seed):
+    """Reseed the process-level generator used by collections created without a seed
+    (parameter initialisation) and the engine's generator (dropout, noise,
+    random_normal...), as DyNet's `dy.reset_random_seed`."""
+    global _global_rng
+    _global_rng = np.random.default_rng(seed)
+    _core.set_random_seed(int(seed))
 
 
-class GlorotInitializer:
-    """Uniform in +-sqrt(6 / (fan_in + fan_out)) * gain (DyNet's default). For lookup
-    tables DyNet treats a row as the whole fan: sqrt(3 / dim)."""
+class _Registry:
+    """The root's ordered record of every parameter in the tree."""
 
-    def __init__(self, is_lookup=False, gain=1.0):
-        self.is_lookup = is_lookup
-        self.gain = gain
-
-    def __call__(self, shape, rng):
-        if self.is_lookup or len(shape) == 1:
-            scale = np.sqrt(3.0 / shape[-1]) if self.is_lookup else np.sqrt(6.0 / (shape[0] + 1))
-        else:
-            scale = np.sqrt(6.0 / (shape[0] + shape[1]))
-        return rng.uniform(-scale * self.gain, scale * self.gain, size=shape)
-
-
-class NormalInitializer:
-    def __init__(self, mean=0.0, var=1.0):
-        self.mean, self.var = mean, var
-
-    def __call__(self, shape, rng):
-        return rng.normal(self.mean, np.sqrt(self.var), size=shape)
-
-
-class UniformInitializer:
-    def __init__(self, scale):
-        self.scale = scale
-
-    def __call__(self, shape, rng):
-        return rng.uniform(-self.scale, self.scale, size=shape)
-
-
-class ConstInitializer:
-    def __init__(self, c):
-        self.c = c
-
-    def __call__(self, shape, rng):
-        return np.full(shape, self.c)
-
-
-class NumpyInitializer:
-    def __init__(self, array):
-        self.array = np.asarray(array, dtype=np.float32)
-
-    def __call__(self, shape, rng):
-        if self.array.shape != tuple(shape):
-            raise ValueError(f"NumpyInitializer: array of shape {self.array.shape} "
-                             f"for a parameter of shape {tuple(shape)}")
-        return self.array
+    def __init__(self):
+        self.params = []
+        self.lookups = []
 
 
 class ParameterCollection:
-    """Owns parameters and lookup parameters (DyNet's `Model`)."""
+    """Owns parameters and lookup parameters; see the module docstring for naming.
+
+    `seed` gives the collection (and its subcollections) its own random generator, so
+    initial values are reproducible; without it the process-level generator seeded by
+    `reset_random_seed` is used.
+    """
 
     def __init__(self, seed=None):
-        self._rng = np.random.default_rng(seed)
-        self._params = []
-        self._lookups = []
+        self._init(name="/", parent=None,
+                   rng=None if seed is None else np.random.default_rng(seed))
 
-    def add_parameters(self, dim, init=None, name="", scale=1.0, device=""):
+    def _init(self, name, parent, rng):
+        self._name = name
+        self._parent = parent
+        self._own_rng = rng
+        self._registry = parent._registry if parent is not None else _Registry()
+        self._name_counts = {}        # parameter / lookup names -> next index
+        self._collection_counts = {}  # subcollection names -> next index
+        self._weight_decay = None if parent is not None else 0.0
+
+    # ------------------------------------------------------------ naming ----
+
+    def name(self):
+        """Full name of the collection: "/" for a root, "/outer/inner/" for a sub."""
+        return self._name
+
+    @staticmethod
+    def _check_name(name):
+        # DyNet forbids "_" altogether; we only forbid what could clash with the
+        # "_<index>" suffix, so names such as "W_leaf" stay usable.
+        if not isinstance(name, str) or "/" in name or re.search(r"_\d+$", name) or name.endswith("_"):
+            raise ValueError("parameter and collection names may not contain '/' nor end "
+                             f"in '_' or '_<digits>': {name!r}")
+
+    def _next_name(self, counts, name, suffix=""):
+        self._check_name(name)
+        idx = counts.get(name, 0)
+        counts[name] = idx + 1
+        tail = f"_{idx}" if idx > 0 or not name else ""
+        return f"{self._name}{name}{tail}{suffix}"
+
+    @property
+    def _rng(self):
+        c = self
+        while c._own_rng is None and c._parent is not None:
+            c = c._parent
+        return c._own_rng if c._own_rng is not None else _global_rng
+
+    # ---------------------------------------------------------- creation ----
+
+    def add_subcollection(self, name=None):
+        """A child collection; its parameters also belong to this one."""
+        sub = ParameterCollection.__new__(ParameterCollection)
+        sub._init(self._next_name(self._collection_counts, name or "", "/"), self, None)
+        return sub
+
+    def add_parameters(self, dim, init=None, name="", device="", scale=1.0, mean=0.0, std=1.0):
+        """A new parameter of shape `dim` (int or tuple of 1 or 2 ints).
+
+        `init`: None (GlorotInitializer), a number (constant), an initializer, a numpy
+        array (its values), or 'glorot' / 'identity' / 'saxe' / 'uniform' (uses
+        `scale`) / 'normal' (uses `mean`, `std`) / 'he', as in DyNet."""
         shape = (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
-        p = Parameters(shape, name=name, owner=self)
-        init = init or GlorotInitializer()
-        if isinstance(init, (int, float)):
-            init = ConstInitializer(init)
-        p.set_value(np.asarray(init(shape, self._rng), dtype=np.float32) * scale)
-        self._params.append(p)
+        if isinstance(init, np.ndarray):
+            if init.shape != shape:
+                raise ValueError(f"add_parameters: array of shape {init.shape} for shape {shape}")
+            init = NumpyInitializer(init)
+        initializer = resolve_initializer(init, shape, scale, mean, std)
+        p = Parameters(shape, name=self._next_name(self._name_counts, name), owner=self)
+        p.set_value(np.asarray(initializer(shape, self._rng), dtype=np.float32))
+        self._registry.params.append(p)
         return p
 
-    def add_lookup_parameters(self, dim, init=None, name="", scale=1.0, device=""):
-        shape = tuple(int(d) for d in dim)
+    def add_lookup_parameters(self, dim, init=None, name="", device="", scale=1.0, mean=0.0, std=1.0):
+        """A new lookup table of shape `(n_rows, dim)` (an int n means `(n, 1)`).
+
+        `init` as in `add_parameters`; a numpy array of shape `(n_rows, dim)` gives the
+        values. The default is DyNet Python's `GlorotInitializer()`."""
+        shape = (int(dim), 1) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
         if len(shape) != 2:
             raise ValueError(f"add_lookup_parameters: shape must be (rows, dim), got {shape}")
-        p = LookupParameters(shape, name=name, owner=self)
-        init = init or GlorotInitializer(is_lookup=True)
-        p.set_value(np.asarray(init(shape, self._rng), dtype=np.float32).reshape(shape) * scale)
-        self._lookups.append(p)
-        return p
+        if isinstance(init, np.ndarray):
+            if init.shape != shape:
+                raise ValueError(f"add_lookup_parameters: array of shape {init.shape} for shape {shape}")
+            values = init
+        else:
+            if isinstance(init, NumpyInitializer):
+                raise ValueError("add_lookup_parameters: pass the numpy array itself as init "
+                                 "(or use lookup_parameters_from_numpy), not a NumpyInitializer")
+            values = resolve_initializer(init, shape, scale, mean, std)(shape, self._rng, lookup=True)
+        lp = LookupParameters(shape, name=self._next_name(self._name_counts, name), owner=self)
+        lp.set_value(np.asarray(values, dtype=np.float32).reshape(shape))
+        self._registry.lookups.append(lp)
+        return lp
+
+    def parameters_from_numpy(self, array, name="", device=""):
+        array = np.asarray(array)
+        return self.add_parameters(array.shape, init=array, name=name)
+
+    def lookup_parameters_from_numpy(self, array, name="", device=""):
+        array = np.asarray(array)
+        return self.add_lookup_parameters(array.shape, init=array, name=name)
+
+    # ------------------------------------------------------------ access ----
+
+    def _mine(self, p):
+        return p._name.startswith(self._name)
 
     def parameters_list(self):
-        return list(self._params)
+        """Parameters of this collection and its subcollections, in creation order."""
+        return [p for p in self._registry.params if self._mine(p)]
 
     def lookup_parameters_list(self):
-        return list(self._lookups)
+        """Lookup parameters of this collection and its subcollections."""
+        return [p for p in self._registry.lookups if self._mine(p)]
+
+    def parameter_count(self):
+        return sum(p._flat.size for p in self.parameters_list() + self.lookup_parameters_list())
 
     def gradient_l2_norm(self):
-        total = sum(float(np.dot(p._grad_flat, p._grad_flat)) for p in self._params)
-        total += sum(float(np.dot(p._grad_flat, p._grad_flat)) for p in self._lookups)
+        """L2 norm of all gradients in the collection."""
+        total = sum(float(np.dot(p._grad_flat, p._grad_flat))
+                    for p in self.parameters_list() + self.lookup_parameters_list())
         return float(np.sqrt(total))
+
+    def reset_gradient(self):
+        for p in self.parameters_list() + self.lookup_parameters_list():
+            p._grad_flat[:] = 0
+        for lp in self.lookup_parameters_list():
+            lp.clear_used()
+
+    # ------------------------------------------------------ weight decay ----
+
+    def set_weight_decay(self, lam):
+        """L2 weight decay applied by trainers built on this collection.
+
+        Rule (DyNet's L2WeightDecay, which keeps a global scale instead): after each
+        trainer step Delta, every updated parameter becomes
+        ``theta <- (1 - lam) * (theta - Delta)``. With sparse updates only the lookup
+        rows updated in that step are decayed. A subcollection without its own setting
+        uses its parent's; the default is 0 (no decay)."""
+        lam = float(lam)
+        if not 0.0 <= lam < 1.0:
+            raise ValueError(f"weight decay must be in [0, 1), got {lam}")
+        self._weight_decay = lam
+
+    set_weight_decay_lambda = set_weight_decay
+
+    def get_weight_decay(self):
+        c = self
+        while c._weight_decay is None:
+            c = c._parent
+        return c._weight_decay
+
+    # -------------------------------------------------------- save / load ----
+
+    def save(self, fname, name="", append=False):
+        """Write every parameter of the collection to `fname` (format:
+        autobatch.serialization). `name` replaces the collection's own name as the
+        prefix of the stored names."""
+        serialization.save_collection(self, fname, key=name, append=append)
+
+    def populate(self, fname, key=""):
+        """Set every parameter of the collection from `fname`. The file's parameters under
+        `key` (default: this collection's name) must match this collection's exactly
+        (names, kinds, shapes); otherwise nothing is changed and an error is raised."""
+        serialization.populate_collection(self, fname, key=key)
+
+    def _snapshot(self):
+        reg = self._registry
+        return (len(reg.params), len(reg.lookups), dict(self._name_counts),
+                dict(self._collection_counts))
+
+    def _rollback(self, snap):
+        """Forget everything added since `_snapshot()` (used by a failed `dy.load`)."""
+        n_params, n_lookups, names, collections = snap
+        del self._registry.params[n_params:]
+        del self._registry.lookups[n_lookups:]
+        self._name_counts, self._collection_counts = names, collections
+
+    def __repr__(self):
+        return f"<ParameterCollection {self._name}>"
 
 
 Model = ParameterCollection

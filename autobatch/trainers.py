@@ -1,82 +1,278 @@
 """Trainers: apply accumulated gradients to parameters, then clear them.
 
-Lookup tables are updated sparsely by default: only rows looked up since the last
-update are touched (DyNet's sparse updates), so a large vocabulary costs nothing.
+The rules, defaults and step order are DyNet's (dynet/training.{h,cc}, python/_dynet.pyx).
+One `update()`:
+
+1. clipping: if enabled (default, threshold 5) and the L2 norm ``n`` of all gradients of
+   updated parameters (used rows only, for sparse lookup tables) exceeds the threshold,
+   gradients are scaled by ``threshold / n`` (a NaN/inf norm raises, as in DyNet);
+2. the rule of the trainer, on every parameter with ``is_updated()``; for lookup tables
+   with sparse updates (the default) only on the rows looked up since the last update:
+   their values *and* their optimizer state rows; other rows are not touched;
+3. weight decay ``lam = model.get_weight_decay()``: ``theta <- (1 - lam) * theta`` on what
+   was just updated (DyNet's L2WeightDecay, see ParameterCollection.set_weight_decay);
+4. gradients (used rows) are zeroed and the lookup tables' used rows cleared.
+
+In the rules ``g`` is the clipped gradient, ``lr`` the learning rate, ``t`` the number of
+updates done before this one plus 1. State starts at zero.
 """
+import sys
+
 import numpy as np
+
+from autobatch._core import LookupParameters
 
 
 class Trainer:
+    """Common machinery; subclasses give `state_names` and `rule`."""
+
+    state_names = ()
+
     def __init__(self, m, learning_rate):
-        if learning_rate <= 0:
-            raise ValueError(f"learning_rate must be positive, got {learning_rate}")
         self.model = m
         self.learning_rate = float(learning_rate)
-        self.clip_threshold = 5.0
         self.clipping_enabled = True
+        self.clip_threshold = 5.0
         self.sparse_updates_enabled = True
         self.updates = 0
         self.clips = 0
+        self._updates_since_status = 0
+        self._clips_since_status = 0
+        self._state = {}   # id(parameter) -> (parameter, [state arrays])
+
+    # -------------------------------------------------------- settings ----
 
     def set_clip_threshold(self, thr):
-        """Rescale gradients whose global L2 norm exceeds thr (<= 0 disables)."""
+        """Clip the global gradient norm to `thr`; `thr <= 0` disables clipping."""
+        thr = float(thr)
         self.clipping_enabled = thr > 0
-        self.clip_threshold = float(thr)
+        self.clip_threshold = thr if thr > 0 else 0.0
 
     def get_clip_threshold(self):
         return self.clip_threshold
 
     def set_sparse_updates(self, su):
+        """Sparse (default): lookup tables update only looked-up rows and their state.
+        Dense: the whole table, which is exact for momentum-style rules."""
         self.sparse_updates_enabled = bool(su)
 
-    def status(self):
-        return f"[lr={self.learning_rate:.3g} clips={self.clips} updates={self.updates}]"
+    def set_learning_rate(self, value):
+        self.learning_rate = float(value)
 
     def restart(self, learning_rate=None):
+        """Zero the optimizer state (momenta, averages); optionally set the learning rate."""
         if learning_rate is not None:
             self.learning_rate = float(learning_rate)
+        for _, state in self._state.values():
+            for s in state:
+                s[...] = 0
+
+    def status(self):
+        """Print ``[lr=... clips=... updates=...]`` (counts since the last status) to
+        stderr, as DyNet does, and reset those counts."""
+        sys.stderr.write(f"[lr={self.learning_rate:g} clips={self._clips_since_status} "
+                         f"updates={self._updates_since_status}] ")
+        self._updates_since_status = self._clips_since_status = 0
+
+    def update_epoch(self, r=1.0):
+        """Deprecated in DyNet and a no-op there: set `learning_rate` directly."""
+        sys.stderr.write("Trainer::update_epoch has been deprecated and doesn't do anything.\n")
+
+    # ---------------------------------------------------------- update ----
+
+    def _states(self, p):
+        """Optimizer state arrays of `p`, shaped like its storage (rows x dim for tables)."""
+        entry = self._state.get(id(p))
+        if entry is None or entry[0] is not p:
+            shape = p.values.shape if isinstance(p, LookupParameters) else p._flat.shape
+            entry = (p, [np.zeros(shape, dtype=np.float32) for _ in self.state_names])
+            self._state[id(p)] = entry
+        return entry[1]
 
     def _clip_scale(self, dense, sparse):
         if not self.clipping_enabled:
             return 1.0
-        sq = sum(float(np.dot(g, g)) for _, g in dense)
-        sq += sum(float(np.einsum("ij,ij->", g[rows], g[rows])) for _, g, rows in sparse)
+        sq = sum(float(np.dot(g.ravel(), g.ravel())) for _, g, _ in dense)
+        sq += sum(float(np.einsum("ij,ij->", g[rows], g[rows])) for _, g, _, rows in sparse)
         norm = np.sqrt(sq)
+        if not np.isfinite(norm):
+            raise RuntimeError(f"Magnitude of gradient is bad: {norm}")
         if norm > self.clip_threshold:
             self.clips += 1
+            self._clips_since_status += 1
             return self.clip_threshold / norm
         return 1.0
 
     def update(self):
-        dense = [(p._flat, p._grad_flat) for p in self.model.parameters_list() if p.is_updated()]
-        sparse = []
-        for lp in self.model.lookup_parameters_list():
+        """One optimizer step over the model's parameters (see the module docstring)."""
+        dense, sparse = [], []
+        for p in self.model.parameters_list():
+            if p.is_updated():
+                dense.append((p._flat, p._grad_flat, self._states(p)))
+        lookups = self.model.lookup_parameters_list()
+        for lp in lookups:
             if not lp.is_updated():
                 continue
+            states = self._states(lp)
             if self.sparse_updates_enabled:
-                sparse.append((lp.values, lp.grad, lp.used_rows()))
+                sparse.append((lp.values, lp.grad, states, lp.used_rows()))
             else:
-                dense.append((lp._flat, lp._grad_flat))
+                dense.append((lp.values, lp.grad, states))
         scale = self._clip_scale(dense, sparse)
-        for values, grad in dense:
-            self._update_dense(values, grad, scale)
-            grad[:] = 0
-        for values, grad, rows in sparse:
-            self._update_rows(values, grad, rows, scale)
+        keep = 1.0 - self.model.get_weight_decay()
+        t = self.updates + 1
+
+        for theta, grad, states in dense:
+            self.rule(theta, grad * np.float32(scale), t, *states)
+            if keep != 1.0:
+                theta *= np.float32(keep)
+            grad[...] = 0
+        for values, grad, states, rows in sparse:
+            if rows.size == 0:
+                continue
+            theta, gathered = values[rows], [s[rows] for s in states]
+            self.rule(theta, grad[rows] * np.float32(scale), t, *gathered)
+            values[rows] = theta * np.float32(keep) if keep != 1.0 else theta
+            for s, g in zip(states, gathered):
+                s[rows] = g
             grad[rows] = 0
-        for lp in self.model.lookup_parameters_list():
+        for lp in lookups:
             lp.clear_used()
         self.updates += 1
+        self._updates_since_status += 1
+
+    def rule(self, theta, g, t, *state):
+        """Update `theta` and the state arrays in place from the clipped gradient `g`."""
+        raise NotImplementedError
 
 
 class SimpleSGDTrainer(Trainer):
-    """theta -= learning_rate * grad"""
+    """``theta -= lr * g``."""
 
     def __init__(self, m, learning_rate=0.1):
         super().__init__(m, learning_rate)
 
-    def _update_dense(self, values, grad, scale):
-        values -= (self.learning_rate * scale) * grad
+    def rule(self, theta, g, t):
+        theta -= np.float32(self.learning_rate) * g
 
-    def _update_rows(self, values, grad, rows, scale):
-        values[rows] -= (self.learning_rate * scale) * grad[rows]
+
+class CyclicalSGDTrainer(SimpleSGDTrainer):
+    """SGD whose learning rate follows Smith's triangular cycle (DyNet's formula).
+
+    The first update uses ``learning_rate_min``; after update number ``it`` (0, 1, ...):
+    ``cycle = floor(1 + it / (2 * step_size))``, ``x = |it / step_size - 2 * cycle + 1|``,
+    ``lr = lr_min + (lr_max - lr_min) * max(0, 1 - x) * gamma ** it``.
+    """
+
+    def __init__(self, m, learning_rate_min=0.01, learning_rate_max=0.1, step_size=2000, gamma=1.0):
+        super().__init__(m, learning_rate_min)
+        self.e_min, self.e_max = float(learning_rate_min), float(learning_rate_max)
+        self.step_size, self.gamma = float(step_size), float(gamma)
+        self.it = 0
+
+    def update(self):
+        super().update()
+        cycle = np.floor(1 + self.it / (2 * self.step_size))
+        x = abs(self.it / self.step_size - 2 * cycle + 1)
+        self.learning_rate = self.e_min + (
+            (self.e_max - self.e_min) * (1 - x) * self.gamma ** self.it if 1 - x > 0 else 0.0)
+        self.it += 1
+
+
+class MomentumSGDTrainer(Trainer):
+    """``v = mom * v - lr * g; theta += v``."""
+
+    state_names = ("v",)
+
+    def __init__(self, m, learning_rate=0.01, mom=0.9):
+        super().__init__(m, learning_rate)
+        self.momentum = float(mom)
+
+    def rule(self, theta, g, t, v):
+        v *= np.float32(self.momentum)
+        v -= np.float32(self.learning_rate) * g
+        theta += v
+
+
+class AdagradTrainer(Trainer):
+    """``G += g**2; theta -= lr * g / sqrt(G + eps)``."""
+
+    state_names = ("G",)
+
+    def __init__(self, m, learning_rate=0.1, eps=1e-20):
+        super().__init__(m, learning_rate)
+        self.epsilon = float(eps)
+
+    def rule(self, theta, g, t, G):
+        G += g * g
+        theta -= np.float32(self.learning_rate) * g / np.sqrt(G + np.float32(self.epsilon))
+
+
+class AdadeltaTrainer(Trainer):
+    """``Eg = rho * Eg + (1 - rho) * g**2;
+    d = -g * sqrt(Ed + eps) / sqrt(Eg + eps);
+    Ed = rho * Ed + (1 - rho) * d**2; theta += d``  (no learning rate, as in DyNet)."""
+
+    state_names = ("Eg", "Ed")
+
+    def __init__(self, m, eps=1e-6, rho=0.95):
+        super().__init__(m, 1.0)
+        self.epsilon, self.rho = float(eps), float(rho)
+
+    def rule(self, theta, g, t, Eg, Ed):
+        rho, eps = np.float32(self.rho), np.float32(self.epsilon)
+        Eg[...] = rho * Eg + (1 - rho) * g * g
+        d = -g * np.sqrt(Ed + eps) / np.sqrt(Eg + eps)
+        Ed[...] = rho * Ed + (1 - rho) * d * d
+        theta += d
+
+
+class RMSPropTrainer(Trainer):
+    """``Eg = rho * Eg + (1 - rho) * g**2; theta -= lr * g / sqrt(Eg + eps)``."""
+
+    state_names = ("Eg",)
+
+    def __init__(self, m, learning_rate=0.001, eps=1e-8, rho=0.9):
+        super().__init__(m, learning_rate)
+        self.epsilon, self.rho = float(eps), float(rho)
+
+    def rule(self, theta, g, t, Eg):
+        rho = np.float32(self.rho)
+        Eg[...] = rho * Eg + (1 - rho) * g * g
+        theta -= np.float32(self.learning_rate) * g / np.sqrt(Eg + np.float32(self.epsilon))
+
+
+class AdamTrainer(Trainer):
+    """``m = b1 * m + (1 - b1) * g; v = b2 * v + (1 - b2) * g**2;
+    theta -= lr * sqrt(1 - b2**t) / (1 - b1**t) * m / (sqrt(v) + eps)``.
+
+    ``t`` counts the trainer's updates, also for sparse lookup rows (as in DyNet)."""
+
+    state_names = ("m", "v")
+
+    def __init__(self, m, alpha=0.001, beta_1=0.9, beta_2=0.999, eps=1e-8):
+        super().__init__(m, alpha)
+        self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(eps)
+
+    def _moments(self, g, m, v):
+        b1, b2 = np.float32(self.beta_1), np.float32(self.beta_2)
+        m[...] = b1 * m + (1 - b1) * g
+        v[...] = b2 * v + (1 - b2) * g * g
+
+    def _step(self, t):
+        return np.float32(self.learning_rate * np.sqrt(1 - self.beta_2 ** t) / (1 - self.beta_1 ** t))
+
+    def rule(self, theta, g, t, m, v):
+        self._moments(g, m, v)
+        theta -= self._step(t) * m / (np.sqrt(v) + np.float32(self.epsilon))
+
+
+class AmsgradTrainer(AdamTrainer):
+    """Adam with ``vhat = max(vhat, v)`` in place of ``v`` in the step."""
+
+    state_names = ("m", "v", "vhat")
+
+    def rule(self, theta, g, t, m, v, vhat):
+        self._moments(g, m, v)
+        np.maximum(vhat, v, out=vhat)
+        theta -= self._step(t) * m / (np.sqrt(vhat) + np.float32(self.epsilon))

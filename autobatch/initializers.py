@@ -1,0 +1,152 @@
+"""Parameter initializers with DyNet's names, arguments and defaults.
+
+An initializer is called as ``init(shape, rng, lookup=False)`` and returns an array of
+``shape``: ``(d,)`` or ``(rows, cols)`` for parameters, ``(n_rows, dim)`` for lookup
+tables (``lookup=True``). ``rng`` is a ``numpy.random.Generator``.
+
+DyNet stores a lookup table as one tensor of dims ``(dim, n_rows)``; the formulas below
+(taken from dynet/param-init.cc) refer to those dims where it matters.
+"""
+import numpy as np
+
+
+class GlorotInitializer:
+    """Uniform in ``[-s, s]`` with ``s = gain * sqrt(6 / fan)`` (dynet/param-init.cc).
+
+    ``fan`` is the sum of the tensor's dims, leaving out the last one when
+    ``is_lookup=True``:
+
+    - matrix ``(m, n)``: ``m + n``; vector ``(d,)``: ``d``;
+    - lookup table of ``n_rows`` rows of size ``dim`` (DyNet dims ``(dim, n_rows)``):
+      ``dim`` with ``is_lookup=True``, ``dim + n_rows`` with ``is_lookup=False``.
+
+    Note that DyNet's Python ``add_lookup_parameters`` defaults to
+    ``GlorotInitializer()`` (``is_lookup=False``), and so does this library.
+    """
+
+    def __init__(self, is_lookup=False, gain=1.0):
+        self.is_lookup = bool(is_lookup)
+        self.gain = float(gain)
+
+    def __call__(self, shape, rng, lookup=False):
+        dims = (shape[1], shape[0]) if lookup else tuple(shape)
+        fan = sum(dims[:-1] if self.is_lookup else dims)
+        if fan <= 0:
+            raise ValueError(f"GlorotInitializer(is_lookup=True) needs a tensor of at least "
+                             f"two dimensions, got shape {tuple(shape)}")
+        s = self.gain * np.sqrt(6.0) / np.sqrt(fan)
+        return rng.uniform(-s, s, size=shape)
+
+
+class NormalInitializer:
+    """Gaussian with the given mean and *variance* (standard deviation ``sqrt(var)``)."""
+
+    def __init__(self, mean=0, var=1):
+        if var < 0:
+            raise ValueError(f"NormalInitializer: variance must be >= 0, got {var}")
+        self.mean, self.var = float(mean), float(var)
+
+    def __call__(self, shape, rng, lookup=False):
+        return rng.normal(self.mean, np.sqrt(self.var), size=shape)
+
+
+class UniformInitializer:
+    """Uniform in ``[-scale, scale]``."""
+
+    def __init__(self, scale):
+        self.scale = float(scale)
+
+    def __call__(self, shape, rng, lookup=False):
+        return rng.uniform(-self.scale, self.scale, size=shape)
+
+
+class ConstInitializer:
+    """Every element equal to ``c``."""
+
+    def __init__(self, c):
+        self.c = float(c)
+
+    def __call__(self, shape, rng, lookup=False):
+        return np.full(shape, self.c)
+
+
+class IdentityInitializer:
+    """The identity matrix (square matrices only, as in DyNet)."""
+
+    def __call__(self, shape, rng, lookup=False):
+        if lookup or len(shape) != 2 or shape[0] != shape[1]:
+            raise ValueError(f"IdentityInitializer needs a square matrix, got shape {tuple(shape)}")
+        return np.eye(shape[0])
+
+
+class SaxeInitializer:
+    """Random orthonormal matrix times ``scale`` (Saxe et al. 2014): the left singular
+    vectors of a standard Gaussian matrix. Square matrices give an orthogonal matrix, as in
+    DyNet; a non-square matrix gets orthonormal columns (or rows, whichever is fewer)."""
+
+    def __init__(self, scale=1.0):
+        self.scale = float(scale)
+
+    def __call__(self, shape, rng, lookup=False):
+        if lookup or len(shape) != 2:
+            raise ValueError(f"SaxeInitializer needs a matrix, got shape {tuple(shape)}")
+        u, _, vt = np.linalg.svd(rng.normal(size=shape), full_matrices=False)
+        return self.scale * (u if shape[0] >= shape[1] else vt)
+
+
+class NumpyInitializer:
+    """Values copied from ``array`` (its shape must equal the parameter's)."""
+
+    def __init__(self, array):
+        self.array = np.array(array, dtype=np.float32)
+
+    def __call__(self, shape, rng, lookup=False):
+        if self.array.shape != tuple(shape):
+            raise ValueError(f"NumpyInitializer: array of shape {self.array.shape} "
+                             f"for a parameter of shape {tuple(shape)}")
+        return self.array
+
+
+class FromFileInitializer:
+    """Whitespace-separated floats read from a text file, in DyNet's element order:
+    column-major for matrices, one row after another for lookup tables. The file must
+    hold exactly as many numbers as the parameter has elements."""
+
+    def __init__(self, fname):
+        self.fname = fname
+
+    def __call__(self, shape, rng, lookup=False):
+        with open(self.fname) as f:
+            vals = np.array(f.read().split(), dtype=np.float64)
+        size = int(np.prod(shape))
+        if vals.size != size:
+            raise ValueError(f"FromFileInitializer: {self.fname!r} holds {vals.size} numbers, "
+                             f"the parameter of shape {tuple(shape)} needs {size}")
+        order = "C" if lookup else "F"
+        return vals.reshape(shape, order=order)
+
+
+def resolve_initializer(init, shape, scale=1.0, mean=0.0, std=1.0, lookup=False):
+    """DyNet's ``add_parameters(init=...)`` forms: None (Glorot), a number (constant),
+    an initializer object, or one of the strings 'glorot', 'identity', 'uniform'
+    (``scale``), 'normal' (``mean``, ``std``), 'he' (Normal(0, 1 / (2 * shape[-1]))),
+    'saxe'."""
+    if init is None:
+        return GlorotInitializer()
+    if isinstance(init, (bool, int, float, np.integer, np.floating)):
+        return ConstInitializer(init)
+    if isinstance(init, str):
+        named = {
+            "glorot": GlorotInitializer,
+            "identity": IdentityInitializer,
+            "saxe": SaxeInitializer,
+            "uniform": lambda: UniformInitializer(scale),
+            "normal": lambda: NormalInitializer(mean, std * std),
+            "he": lambda: NormalInitializer(0, 1.0 / (2 * shape[-1])),
+        }
+        if init not in named:
+            raise ValueError(f"unknown initializer {init!r}; expected one of {sorted(named)}")
+        return named[init]()
+    if callable(init):
+        return init
+    raise TypeError(f"cannot use {type(init).__name__} as an initializer")

@@ -1,0 +1,268 @@
+"""pc.save/populate and dy.save/dy.load: bit-identical round trips, safe failure."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import autobatch as dy
+
+
+def build(seed):
+    pc = dy.ParameterCollection(seed=seed)
+    W = pc.add_parameters((3, 4), name="W")
+    b = pc.add_parameters(3, name="b")
+    E = pc.add_lookup_parameters((10, 4), name="E")
+    sub = pc.add_subcollection("enc")
+    V = sub.add_parameters((4, 4))
+    return pc, [W, b, E, V]
+
+
+def values(params):
+    return [p.as_array() for p in params]
+
+
+def predict(W, b, E, V):
+    dy.renew_cg()
+    h = dy.tanh(V * dy.lookup(E, 3))
+    return (W * h + b).npvalue()
+
+
+class Affine:
+    """A builder-like object: param_collection(), spec, from_spec."""
+
+    def __init__(self, n_in, n_out, model, act="tanh"):
+        self.spec = (n_in, n_out, {"act": act})
+        self.pc = model.add_subcollection("affine")
+        self.W = self.pc.add_parameters((n_out, n_in), name="W")
+        self.b = self.pc.add_parameters(n_out, name="b")
+
+    @classmethod
+    def from_spec(cls, spec, model):
+        n_in, n_out, opts = spec
+        return cls(n_in, n_out, model, **opts)
+
+    def param_collection(self):
+        return self.pc
+
+
+class NoSpec:
+    def __init__(self, model):
+        self.pc = model.add_subcollection("nospec")
+        self.U = self.pc.add_parameters((2, 2))
+
+    def param_collection(self):
+        return self.pc
+
+
+def test_collection_round_trip_is_bit_identical(tmp_path):
+    f = str(tmp_path / "m.params")
+    pc, ps = build(1)
+    pc.save(f)
+    pc2, ps2 = build(2)
+    assert not np.array_equal(ps[0].as_array(), ps2[0].as_array())
+    pc2.populate(f)
+    for a, b in zip(values(ps), values(ps2)):
+        assert a.tobytes() == b.tobytes()
+    assert predict(*ps).tobytes() == predict(*ps2).tobytes()
+    with open(f, "rb") as fh:
+        assert fh.readline() == b"AUTOBATCH-PARAMS 1\n"
+        assert json.loads(fh.readline())["name"] == "/W"
+
+
+def test_subcollection_save_and_populate_with_key(tmp_path):
+    f = str(tmp_path / "sub.params")
+    pc, _ = build(1)
+    dec = pc.add_subcollection("dec")
+    D = dec.add_parameters((2, 2))
+    F = dec.add_subcollection().add_lookup_parameters((3, 2))
+    dec.save(f, name="/saved/")
+    other = dy.ParameterCollection(seed=5).add_subcollection("whatever")
+    D2 = other.add_parameters((2, 2))
+    F2 = other.add_subcollection().add_lookup_parameters((3, 2))
+    other.populate(f, key="/saved/")
+    assert D2.as_array().tobytes() == D.as_array().tobytes()
+    assert F2.as_array().tobytes() == F.as_array().tobytes()
+    with pytest.raises(dy.ModelFileError):
+        other.populate(f)              # default key is its own name, "/whatever/"
+
+
+def test_populate_only_in_place(tmp_path):
+    f = str(tmp_path / "m.params")
+    pc, ps = build(1)
+    pc.save(f)
+    pc2, ps2 = build(2)
+    flat = ps2[0]._flat
+    pc2.populate(f)
+    assert ps2[0]._flat is flat       # the engine's pointer stays valid
+    dy.renew_cg()
+    np.testing.assert_array_equal((ps2[0] * dy.inputVector([1, 0, 0, 0])).npvalue(), ps[0].as_array()[:, 0])
+
+
+def _check_unchanged(pc2, before):
+    for a, b in zip(values(pc2.parameters_list() + pc2.lookup_parameters_list()), before):
+        assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("damage", ["truncate_data", "truncate_header", "flip_byte",
+                                    "bad_magic", "bad_json", "trailing_garbage", "bad_shape"])
+def test_damaged_file_raises_and_leaves_collection_unchanged(tmp_path, damage):
+    f = str(tmp_path / "m.params")
+    pc, _ = build(1)
+    pc.save(f)
+    data = bytearray(open(f, "rb").read())
+    if damage == "truncate_data":
+        data = data[:-7]
+    elif damage == "truncate_header":
+        data = data[:len(b"AUTOBATCH-PARAMS 1\n") + 10]
+    elif damage == "flip_byte":
+        data[-3] ^= 0x40
+    elif damage == "bad_magic":
+        data[0:9] = b"XUTOBATCH"
+    elif damage == "bad_json":
+        start = len(b"AUTOBATCH-PARAMS 1\n")
+        data[start] = ord("[")
+    elif damage == "trailing_garbage":
+        data += b"xyz"
+    elif damage == "bad_shape":
+        data = data.replace(b'"shape": [3, 4]', b'"shape": [4, 4]', 1)
+    open(f, "wb").write(bytes(data))
+    pc2, ps2 = build(2)
+    before = values(pc2.parameters_list() + pc2.lookup_parameters_list())
+    with pytest.raises(dy.ModelFileError):
+        pc2.populate(f)
+    _check_unchanged(pc2, before)
+
+
+@pytest.mark.parametrize("mismatch", ["shape", "missing", "extra", "kind"])
+def test_mismatched_collection_raises_and_changes_nothing(tmp_path, mismatch):
+    f = str(tmp_path / "m.params")
+    pc, _ = build(1)
+    pc.save(f)
+    pc2 = dy.ParameterCollection(seed=2)
+    # the last parameter added differs; everything before it matches the file
+    pc2.add_parameters((3, 4), name="W")
+    if mismatch != "missing":
+        pc2.add_parameters(3, name="b")
+    if mismatch == "kind":
+        pc2.add_parameters((10, 4), name="E")
+    elif mismatch == "shape":
+        pc2.add_lookup_parameters((11, 4), name="E")
+    else:
+        pc2.add_lookup_parameters((10, 4), name="E")
+    if mismatch != "extra":
+        pc2.add_subcollection("enc").add_parameters((4, 4))
+    before = values(pc2.parameters_list() + pc2.lookup_parameters_list())
+    with pytest.raises(dy.ModelFileError):
+        pc2.populate(f)
+    _check_unchanged(pc2, before)
+
+
+def test_dy_save_load_objects(tmp_path):
+    base = str(tmp_path / "model")
+    pc = dy.ParameterCollection(seed=1)
+    W = pc.add_parameters((3, 4), name="W")
+    E = pc.add_lookup_parameters((10, 4), name="E")
+    sub = pc.add_subcollection("enc")
+    S1 = sub.add_parameters((2, 2))
+    S2 = sub.add_subcollection("deep").add_lookup_parameters((3, 2), name="T")
+    aff = Affine(4, 3, pc, act="relu")
+    ns = NoSpec(pc)
+    dy.save(base, [E, aff, W, sub, ns])
+    meta = json.load(open(base + ".meta"))
+    assert [o["kind"] for o in meta["objects"]] == ["lookup", "object", "param", "collection", "object"]
+
+    pc2 = dy.ParameterCollection(seed=9)
+    pc2.add_parameters(1)                      # pre-existing content is kept
+    E2, aff2, W2, sub2, ns2 = dy.load(base, pc2)
+    assert isinstance(E2, dy.LookupParameters) and isinstance(W2, dy.Parameters)
+    assert E2.as_array().tobytes() == E.as_array().tobytes()
+    assert W2.as_array().tobytes() == W.as_array().tobytes()
+    assert isinstance(aff2, Affine) and aff2.spec == (4, 3, {"act": "relu"})
+    assert aff2.W.as_array().tobytes() == aff.W.as_array().tobytes()
+    assert aff2.b.as_array().tobytes() == aff.b.as_array().tobytes()
+    assert isinstance(sub2, dy.ParameterCollection)
+    rel = sorted((p.name()[len(sub2.name()):], p.as_array().tobytes())
+                 for p in sub2.parameters_list() + sub2.lookup_parameters_list())
+    assert rel == sorted([("_0", S1.as_array().tobytes()), ("deep/T", S2.as_array().tobytes())])
+    assert [p.as_array().tobytes() for p in ns2.parameters_list()] == [ns.U.as_array().tobytes()]
+    # loaded names do not collide with later additions
+    assert sub2.add_subcollection("deep").name() != sub2.name() + "deep/"
+    names = [p.name() for p in pc2.parameters_list() + pc2.lookup_parameters_list()]
+    assert len(names) == len(set(names))
+    # loaded parameters train like any other
+    dy.renew_cg()
+    dy.squared_norm(W2 * dy.lookup(E2, 1)).backward()
+    dy.SimpleSGDTrainer(pc2).update()
+    assert W2.as_array().tobytes() != W.as_array().tobytes()
+
+
+def test_dy_load_failure_adds_nothing(tmp_path):
+    base = str(tmp_path / "model")
+    pc = dy.ParameterCollection(seed=1)
+    W = pc.add_parameters((3, 4), name="W")
+    aff = Affine(4, 3, pc)
+    dy.save(base, [W, aff])
+    pc2 = dy.ParameterCollection()
+    keep = pc2.add_parameters(2)
+    n_before = (len(pc2.parameters_list()), len(pc2.lookup_parameters_list()))
+    # a from_spec that builds something else than what was saved
+    meta = json.load(open(base + ".meta"))
+    meta["objects"][1]["spec"]["__tuple__"][1] = 5
+    json.dump(meta, open(base + ".meta", "w"))
+    with pytest.raises(dy.ModelFileError):
+        dy.load(base, pc2)
+    assert (len(pc2.parameters_list()), len(pc2.lookup_parameters_list())) == n_before
+    assert pc2.add_subcollection("affine").name() == "/affine/"   # name counters restored
+    # a corrupt data file: nothing added either
+    dy.save(base, [W, aff])
+    data = bytearray(open(base + ".data", "rb").read())
+    data[-1] ^= 1
+    open(base + ".data", "wb").write(bytes(data))
+    with pytest.raises(dy.ModelFileError):
+        dy.load(base, pc2)
+    assert pc2.parameters_list() == [keep]
+
+
+def test_load_never_imports_code(tmp_path):
+    base = str(tmp_path / "model")
+    pc = dy.ParameterCollection()
+    dy.save(base, [Affine(2, 2, pc)])
+    meta = json.load(open(base + ".meta"))
+    meta["objects"][0]["class"] = "some_module_that_is_not_imported:Evil"
+    json.dump(meta, open(base + ".meta", "w"))
+    with pytest.raises(dy.ModelFileError, match="not imported"):
+        dy.load(base, dy.ParameterCollection())
+    open(base + ".meta", "w").write("not json")
+    with pytest.raises(dy.ModelFileError):
+        dy.load(base, dy.ParameterCollection())
+
+
+def test_save_rejects_unsaveable(tmp_path):
+    with pytest.raises(TypeError):
+        dy.save(str(tmp_path / "x"), [object()])
+    pc = dy.ParameterCollection()
+    aff = Affine(2, 2, pc)
+    aff.spec = (2, 2, {"act": object()})
+    with pytest.raises(TypeError, match="pickle"):
+        dy.save(str(tmp_path / "x"), [aff])
+
+
+def test_append_and_refuse_foreign_file(tmp_path):
+    f = str(tmp_path / "a.params")
+    pc = dy.ParameterCollection(seed=0)
+    A = pc.add_subcollection("a").add_parameters(2)
+    B = pc.add_subcollection("b").add_parameters(2)
+    sa, sb = A._owner, B._owner
+    sa.save(f)
+    sb.save(f, append=True)
+    A0, B0 = A.as_array(), B.as_array()
+    A.zero(), B.zero()
+    pc.populate(f)
+    assert A.as_array().tobytes() == A0.tobytes() and B.as_array().tobytes() == B0.tobytes()
+    foreign = str(tmp_path / "foreign")
+    open(foreign, "w").write("hello")
+    with pytest.raises(dy.ModelFileError):
+        pc.save(foreign, append=True)
+    assert open(foreign).read() == "hello"
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
