@@ -78,8 +78,7 @@ class _RNNBuilder:
         if layers < 1 or input_dim < 1 or hidden_dim < 1:
             raise ValueError("layers, input_dim and hidden_dim must be positive")
         self.layers, self.input_dim, self.hidden_dim = int(layers), int(input_dim), int(hidden_dim)
-        self.spec = (self.layers, self.input_dim, self.hidden_dim)
-        self._pc = model.add_subcollection(self._name) if hasattr(model, "add_subcollection") else model
+        self._pc = model.add_subcollection(self._name)
         self._params = []
         for layer in range(self.layers):
             in_dim = self.input_dim if layer == 0 else self.hidden_dim
@@ -88,6 +87,15 @@ class _RNNBuilder:
         self.dropout_rate = 0.0
         self.dropout_rate_h = 0.0
         self._update = True
+
+    @property
+    def spec(self):
+        """Constructor arguments (for dy.save / dy.load)."""
+        return {"layers": self.layers, "input_dim": self.input_dim, "hidden_dim": self.hidden_dim}
+
+    @classmethod
+    def from_spec(cls, spec, model):
+        return cls(model=model, **spec)
 
     # --- DyNet's builder API ---
 
@@ -202,6 +210,10 @@ class VanillaLSTMBuilder(_RNNBuilder):
         self.forget_bias = float(forget_bias)
         super().__init__(layers, input_dim, hidden_dim, model)
 
+    @property
+    def spec(self):
+        return dict(super().spec, forget_bias=self.forget_bias)
+
     def _layer_shapes(self, in_dim):
         H = self.hidden_dim
         return [("p_x", (4 * H, in_dim), None), ("p_h", (4 * H, H), None), ("p_bias", (4 * H,), 0.0)]
@@ -280,17 +292,32 @@ class BiRNNBuilder:
                  builder_layers=None):
         if builder_layers is not None:
             self.builder_layers = list(builder_layers)
+            self._pc = self.builder_layers[0][0].param_collection()
+            self._spec = None
             return
         if num_layers < 1:
             raise ValueError("num_layers must be positive")
         if hidden_dim % 2:
             raise ValueError(f"BiRNNBuilder: hidden_dim must be even, got {hidden_dim}")
         half = hidden_dim // 2
+        self._pc = model.add_subcollection("bi-rnn-builder")
+        self._spec = {"num_layers": num_layers, "input_dim": input_dim, "hidden_dim": hidden_dim,
+                      "rnn_builder_factory": rnn_builder_factory}
         self.builder_layers = []
         for layer in range(num_layers):
             in_dim = input_dim if layer == 0 else hidden_dim
-            self.builder_layers.append((rnn_builder_factory(1, in_dim, half, model),
-                                        rnn_builder_factory(1, in_dim, half, model)))
+            self.builder_layers.append((rnn_builder_factory(1, in_dim, half, self._pc),
+                                        rnn_builder_factory(1, in_dim, half, self._pc)))
+
+    @property
+    def spec(self):
+        if self._spec is None:
+            raise TypeError("a BiRNNBuilder made from builder_layers has no spec to save")
+        return self._spec
+
+    @classmethod
+    def from_spec(cls, spec, model):
+        return cls(model=model, **spec)
 
     def _run_layer(self, fb, bb, es):
         fs = fb.initial_state().add_inputs(es)
@@ -321,7 +348,7 @@ class BiRNNBuilder:
             bb.disable_dropout()
 
     def param_collection(self):
-        return self.builder_layers[0][0].param_collection()
+        return self._pc
 
 
 class TreeState:
@@ -348,11 +375,19 @@ class TreeLSTMBuilder:
         self.input_dim, self.hidden_dim = int(input_dim), int(hidden_dim)
         self.forget_bias = float(forget_bias)
         H = self.hidden_dim
-        self._pc = model.add_subcollection("tree-lstm-builder") if hasattr(model, "add_subcollection") else model
+        self._pc = model.add_subcollection("tree-lstm-builder")
         self.W_leaf = self._pc.add_parameters((3 * H, self.input_dim), name="W_leaf")
         self.b_leaf = self._pc.add_parameters(3 * H, init=0.0, name="b_leaf")
         self.U = self._pc.add_parameters((5 * H, 2 * H), name="U")
         self.b = self._pc.add_parameters(5 * H, init=0.0, name="b")
+
+    @property
+    def spec(self):
+        return {"input_dim": self.input_dim, "hidden_dim": self.hidden_dim, "forget_bias": self.forget_bias}
+
+    @classmethod
+    def from_spec(cls, spec, model):
+        return cls(model=model, **spec)
 
     def leaf(self, x):
         gates = lstm_gates(affine_transform([self.b_leaf, self.W_leaf, x]), self.hidden_dim)
