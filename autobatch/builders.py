@@ -220,10 +220,11 @@ class VanillaLSTMBuilder(_RNNBuilder):
 
     def _cell(self, p, x, h, c):
         Wx, Wh, b = p
-        if h is None:
-            pre = affine_transform([b, Wx, x])
-        else:
-            pre = affine_transform([b, Wx, x, Wh, h])
+        # The input projection is its own node: it depends on x only, so all time
+        # steps of all sequences can share one large gemm; only W_h h waits for h.
+        pre = affine_transform([b, Wx, x])
+        if h is not None:
+            pre = affine_transform([pre, Wh, h])
         gates = lstm_gates(pre, self.hidden_dim, self.forget_bias)
         if c is None:
             c = zeros(self.hidden_dim, batch_size=x.dim()[1])
