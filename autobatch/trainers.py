@@ -92,8 +92,10 @@ class Trainer:
     def _clip_scale(self, dense, sparse):
         if not self.clipping_enabled:
             return 1.0
-        sq = sum(float(np.dot(g.ravel(), g.ravel())) for _, g, _ in dense)
-        sq += sum(float(np.einsum("ij,ij->", g[rows], g[rows])) for _, g, _, rows in sparse)
+        # einsum, not np.dot: numpy's threaded BLAS would wake threads that then spin
+        # beside the engine's single-threaded work; float64 sums for large tables
+        sq = sum(float(np.einsum("i,i->", g.ravel(), g.ravel(), dtype=np.float64)) for _, g, _ in dense)
+        sq += sum(float(np.einsum("ij,ij->", g[rows], g[rows], dtype=np.float64)) for _, g, _, rows in sparse)
         norm = np.sqrt(sq)
         if not np.isfinite(norm):
             raise RuntimeError(f"Magnitude of gradient is bad: {norm}")
