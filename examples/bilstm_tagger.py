@@ -10,7 +10,6 @@ The model code below handles ONE sentence at a time: no padding, no masks, no so
 by length. Per minibatch we build one loss per sentence, sum them, and let autobatch
 group identical operations of all sentences into batched kernels.
 
-On a busy machine, OPENBLAS_NUM_THREADS=1 keeps the batched matrix products fast.
 """
 import argparse
 import random
@@ -23,45 +22,13 @@ import numpy as np
 import autobatch as dy
 
 
-class LSTMCell:
-    """One LSTM layer, written out with ops.
-
-    All four gates come from a single affine transform of size 4h, sliced with
-    pick_range. Against four separate affine transforms this runs 30% fewer batched
-    kernels per step under "agenda" and is slightly faster at this example's sizes
-    (at hidden size 256 the four separate transforms are slightly faster).
-    """
-
-    def __init__(self, pc, input_dim, hidden_dim):
-        self.h = hidden_dim
-        self.Wx = pc.add_parameters((4 * hidden_dim, input_dim))
-        self.Wh = pc.add_parameters((4 * hidden_dim, hidden_dim))
-        self.b = pc.add_parameters(4 * hidden_dim, init=dy.ConstInitializer(0.0))
-
-    def transduce(self, xs):
-        """The hidden state after each input vector of `xs`."""
-        H = self.h
-        h = c = dy.zeros(H)
-        hs = []
-        for x in xs:
-            gates = dy.affine_transform([self.b, self.Wx, x, self.Wh, h])
-            i = dy.logistic(dy.pick_range(gates, 0, H))
-            f = dy.logistic(dy.pick_range(gates, H, 2 * H))
-            o = dy.logistic(dy.pick_range(gates, 2 * H, 3 * H))
-            u = dy.tanh(dy.pick_range(gates, 3 * H, 4 * H))
-            c = dy.cmult(f, c) + dy.cmult(i, u)
-            h = dy.cmult(o, dy.tanh(c))
-            hs.append(h)
-        return hs
-
-
 class Tagger:
     """word lookup -> forward and backward LSTM -> tanh(W [f; b] + b) -> softmax."""
 
     def __init__(self, pc, n_words, n_tags, word_dim, hidden_dim):
         self.E = pc.add_lookup_parameters((n_words, word_dim))
-        self.fwd = LSTMCell(pc, word_dim, hidden_dim)
-        self.bwd = LSTMCell(pc, word_dim, hidden_dim)
+        self.fwd = dy.LSTMBuilder(1, word_dim, hidden_dim, pc)
+        self.bwd = dy.LSTMBuilder(1, word_dim, hidden_dim, pc)
         self.W_mlp = pc.add_parameters((hidden_dim, 2 * hidden_dim))
         self.b_mlp = pc.add_parameters(hidden_dim, init=dy.ConstInitializer(0.0))
         self.W_out = pc.add_parameters((n_tags, hidden_dim))
@@ -70,8 +37,8 @@ class Tagger:
     def scores(self, word_ids):
         """One score vector (n_tags) per word of one sentence."""
         xs = [self.E[w] for w in word_ids]
-        fs = self.fwd.transduce(xs)
-        bs = self.bwd.transduce(xs[::-1])[::-1]
+        fs = self.fwd.initial_state().transduce(xs)
+        bs = self.bwd.initial_state().transduce(xs[::-1])[::-1]
         out = []
         for f, b in zip(fs, bs):
             hidden = dy.tanh(dy.affine_transform([self.b_mlp, self.W_mlp, dy.concatenate([f, b])]))
@@ -162,6 +129,14 @@ def accuracy(tagger, data, batch_size, strategy):
     return correct / total
 
 
+TRAINERS = {"adam": (dy.AdamTrainer, 0.005), "sgd": (dy.SimpleSGDTrainer, 0.3)}
+
+
+def make_trainer(name, pc, lr=None):
+    cls, default_lr = TRAINERS[name]
+    return cls(pc, default_lr if lr is None else lr)
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
@@ -169,7 +144,8 @@ def parse_args(argv):
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--hidden", type=int, default=64, help="LSTM and MLP size")
     ap.add_argument("--word-dim", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=0.3, help="SGD learning rate")
+    ap.add_argument("--trainer", choices=TRAINERS, default="adam")
+    ap.add_argument("--lr", type=float, help="learning rate (default: adam 0.005, sgd 0.3)")
     ap.add_argument("--train", metavar="FILE", help="word<TAB>tag file (default: synthetic)")
     ap.add_argument("--dev", metavar="FILE", help="held-out word<TAB>tag file")
     ap.add_argument("--n-train", type=int, default=1500, help="synthetic training sentences")
@@ -196,7 +172,7 @@ def main(argv=None):
 
     pc = dy.ParameterCollection(seed=args.seed)
     tagger = Tagger(pc, len(words), len(tags), args.word_dim, args.hidden)
-    trainer = dy.SimpleSGDTrainer(pc, args.lr)
+    trainer = make_trainer(args.trainer, pc, args.lr)
     order = random.Random(args.seed)
 
     losses, step_times = [], []

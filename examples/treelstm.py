@@ -12,7 +12,6 @@ The recursion below handles ONE tree at a time. Trees of a minibatch have differ
 shapes, yet autobatch runs all leaves of all trees as one batch, then all nodes whose
 children are ready, and so on, without any level-by-level bookkeeping in user code.
 
-On a busy machine, OPENBLAS_NUM_THREADS=1 keeps the batched matrix products fast.
 """
 import argparse
 import random
@@ -42,45 +41,27 @@ class Tree:
 
 
 class TreeLSTM:
-    """Leaf:     i, o, u from the word vector;             c = i*u
+    """Word vectors at the leaves, dy.TreeLSTMBuilder (Tai et al.) up the tree, a
+    softmax classifier at the root.
+       Leaf:     i, o, u from the word vector;             c = i*u
        Internal: i, f_left, f_right, o, u from [h_l; h_r];  c = i*u + f_l*c_l + f_r*c_r
-       Both:     h = o * tanh(c)
-    The gates of a node come from one affine transform, sliced with pick_range."""
+       Both:     h = o * tanh(c)"""
 
     def __init__(self, pc, n_words, word_dim, hidden_dim, n_labels):
-        H = self.h = hidden_dim
         self.E = pc.add_lookup_parameters((n_words, word_dim))
-        self.W_leaf = pc.add_parameters((3 * H, word_dim))
-        self.b_leaf = pc.add_parameters(3 * H, init=dy.ConstInitializer(0.0))
-        self.U_left = pc.add_parameters((5 * H, H))
-        self.U_right = pc.add_parameters((5 * H, H))
-        self.b_node = pc.add_parameters(5 * H, init=dy.ConstInitializer(0.0))
-        self.W_out = pc.add_parameters((n_labels, H))
+        self.cell = dy.TreeLSTMBuilder(word_dim, hidden_dim, pc)
+        self.W_out = pc.add_parameters((n_labels, hidden_dim))
         self.b_out = pc.add_parameters(n_labels, init=dy.ConstInitializer(0.0))
 
     def encode(self, tree):
-        """(h, c) of the root of `tree`, built recursively."""
-        H = self.h
+        """State (h, c) of the root of `tree`, built recursively."""
         if tree.is_leaf():
-            gates = dy.affine_transform([self.b_leaf, self.W_leaf, self.E[tree.word]])
-            i = dy.logistic(dy.pick_range(gates, 0, H))
-            o = dy.logistic(dy.pick_range(gates, H, 2 * H))
-            u = dy.tanh(dy.pick_range(gates, 2 * H, 3 * H))
-            c = dy.cmult(i, u)
-        else:
-            (h_l, c_l), (h_r, c_r) = [self.encode(child) for child in tree.children]
-            gates = dy.affine_transform([self.b_node, self.U_left, h_l, self.U_right, h_r])
-            i = dy.logistic(dy.pick_range(gates, 0, H))
-            f_l = dy.logistic(dy.pick_range(gates, H, 2 * H))
-            f_r = dy.logistic(dy.pick_range(gates, 2 * H, 3 * H))
-            o = dy.logistic(dy.pick_range(gates, 3 * H, 4 * H))
-            u = dy.tanh(dy.pick_range(gates, 4 * H, 5 * H))
-            c = dy.cmult(i, u) + dy.cmult(f_l, c_l) + dy.cmult(f_r, c_r)
-        return dy.cmult(o, dy.tanh(c)), c
+            return self.cell.leaf(self.E[tree.word])
+        left, right = [self.encode(child) for child in tree.children]
+        return self.cell.compose(left, right)
 
     def scores(self, tree):
-        h, _ = self.encode(tree)
-        return dy.affine_transform([self.b_out, self.W_out, h])
+        return dy.affine_transform([self.b_out, self.W_out, self.encode(tree).h])
 
     def loss(self, tree):
         return dy.pickneglogsoftmax(self.scores(tree), tree.label)
@@ -170,6 +151,9 @@ def accuracy(model, data, batch_size, strategy):
     return correct / len(data)
 
 
+TRAINERS = {"adam": (dy.AdamTrainer, 0.005), "sgd": (dy.SimpleSGDTrainer, 0.2)}
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
@@ -177,7 +161,8 @@ def parse_args(argv):
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--hidden", type=int, default=64, help="Tree-LSTM size")
     ap.add_argument("--word-dim", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=0.2, help="SGD learning rate")
+    ap.add_argument("--trainer", choices=TRAINERS, default="adam")
+    ap.add_argument("--lr", type=float, help="learning rate (default: adam 0.005, sgd 0.2)")
     ap.add_argument("--train", metavar="FILE", help="PTB-bracketed trees, one per line (default: synthetic)")
     ap.add_argument("--dev", metavar="FILE", help="held-out trees")
     ap.add_argument("--n-train", type=int, default=1500, help="synthetic training trees")
@@ -209,7 +194,8 @@ def main(argv=None):
 
     pc = dy.ParameterCollection(seed=args.seed)
     model = TreeLSTM(pc, len(vocab), args.word_dim, args.hidden, n_labels)
-    trainer = dy.SimpleSGDTrainer(pc, args.lr)
+    cls, default_lr = TRAINERS[args.trainer]
+    trainer = cls(pc, default_lr if args.lr is None else args.lr)
     order = random.Random(args.seed)
 
     losses, step_times = [], []
