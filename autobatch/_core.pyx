@@ -693,16 +693,19 @@ cdef class ComputationGraph:
                     self.mark[y] = st
                     self.needed[nanc] = y
                     nanc += 1
-        # leaves: gradient storage of trainable ones is the parameter's; others write a sink
-        for k in range(nanc):
-            x = self.needed[k]
-            if OPS[self.nodes[x].op].kind == LEAF and self.nodes[x].size > sink_size:
-                sink_size = self.nodes[x].size
+        # leaves: gradient storage of trainable ones is the parameter's; others write a sink.
+        # Nodes that are not ancestors of target still need valid gradient storage: a batch
+        # holding an ancestor may hold non-ancestors too, and its kernel adds their (zero)
+        # gradient into their arguments. They share a zeroed sink, which stays zero.
+        for k in range(self.n_nodes):
+            if self.nodes[k].size > sink_size:
+                sink_size = self.nodes[k].size
         cdef float* sink = arena_alloc(&self.garena, sink_size)
-        for k in range(nanc):
-            x = self.needed[k]
-            if OPS[self.nodes[x].op].kind == LEAF and not (self.nodes[x].flags & F_ALIAS and self.nodes[x].flags & F_NEEDS_GRAD):
-                self.nodes[x].grad = sink
+        cdef float* zsink = arena_alloc(&self.garena, sink_size)
+        memset(zsink, 0, sink_size * sizeof(float))
+        for k in range(self.n_nodes):
+            if OPS[self.nodes[k].op].kind == LEAF and not (self.nodes[k].flags & F_ALIAS and self.nodes[k].flags & F_NEEDS_GRAD):
+                self.nodes[k].grad = sink if self.mark[k] == st else zsink
         # one zeroed gradient block per batch that holds an ancestor
         cdef int64_t bi, j, per
         cdef int32_t* ids
@@ -728,7 +731,7 @@ cdef class ComputationGraph:
                     self.nodes[ids[j]].grad = g + j * per
             else:
                 for j in range(self.batch_n[bi]):
-                    self.nodes[ids[j]].grad = NULL
+                    self.nodes[ids[j]].grad = zsink
         t = &self.nodes[target]
         for j in range(t.bs):
             t.grad[j] += 1.0
