@@ -41,6 +41,7 @@ class Arg:
         d0, d1, bs = value3.shape
         self.dims, self.bs, self.ctx, self.shared = (d0, d1), bs, ctx, shared
         self.shape = (d0,) if d1 == 1 else (d0, d1)
+        self._cached = None
         if bs == 1:
             self.param = ctx.pc.add_parameters(self.shape)
             self.param.set_value(value3[:, :, 0])
@@ -50,11 +51,13 @@ class Arg:
 
     def expr(self):
         if self.bs == 1:
-            e = self.param.expr()
-        else:
-            e = dy.lookup_batch(self.param, list(range(self.bs)))
-            if len(self.shape) == 2:
-                e = dy.reshape(e, self.shape)
+            return self.ctx.chain(self.param.expr(), self)
+        if self.shared and self._cached is not None and not self._cached.is_stale():
+            return self._cached       # one node per graph, as for a Parameters
+        e = dy.lookup_batch(self.param, list(range(self.bs)))
+        if len(self.shape) == 2:
+            e = dy.reshape(e, self.shape)
+        self._cached = e
         return self.ctx.chain(e, self)
 
     def value(self):
