@@ -1418,6 +1418,8 @@ cdef class Parameters:
     def __rsub__(self, other): return _sub(other, self)
     def __mul__(self, other): return _mul(self, other)
     def __rmul__(self, other): return _mul(other, self)
+    def __truediv__(self, other): return _div(self, other)
+    def __rtruediv__(self, other): return _div(other, self)
     def __neg__(self): return _unary(OP_NEG, self.expr(), 0.0)
 
     def __repr__(self):
