@@ -70,7 +70,7 @@ class ParameterCollection:
     def add_parameters(self, dim, init=None, name="", scale=1.0, device=""):
         shape = (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
         p = Parameters(shape, name=name, owner=self)
-        init = init or GlorotInitializer()
+        init = GlorotInitializer() if init is None else init
         if isinstance(init, (int, float)):
             init = ConstInitializer(init)
         p.set_value(np.asarray(init(shape, self._rng), dtype=np.float32) * scale)
@@ -82,7 +82,9 @@ class ParameterCollection:
         if len(shape) != 2:
             raise ValueError(f"add_lookup_parameters: shape must be (rows, dim), got {shape}")
         p = LookupParameters(shape, name=name, owner=self)
-        init = init or GlorotInitializer(is_lookup=True)
+        init = GlorotInitializer(is_lookup=True) if init is None else init
+        if isinstance(init, (int, float)):
+            init = ConstInitializer(init)
         p.set_value(np.asarray(init(shape, self._rng), dtype=np.float32).reshape(shape) * scale)
         self._lookups.append(p)
         return p
