@@ -15,6 +15,8 @@ from cpython.object cimport PyObject
 
 from autobatch._kernels cimport *
 
+import operator
+
 import numpy as np
 
 cdef const OpDef* OPS = op_table()
@@ -687,16 +689,19 @@ cdef class ComputationGraph:
                     self.mark[y] = st
                     self.needed[nanc] = y
                     nanc += 1
-        # leaves: gradient storage of trainable ones is the parameter's; others write a sink
-        for k in range(nanc):
-            x = self.needed[k]
-            if OPS[self.nodes[x].op].kind == LEAF and self.nodes[x].size > sink_size:
-                sink_size = self.nodes[x].size
+        # leaves: gradient storage of trainable ones is the parameter's; others write a sink.
+        # Nodes that are not ancestors of target still need valid gradient storage: a batch
+        # holding an ancestor may hold non-ancestors too, and its kernel adds their (zero)
+        # gradient into their arguments. They share a zeroed sink, which stays zero.
+        for k in range(self.n_nodes):
+            if self.nodes[k].size > sink_size:
+                sink_size = self.nodes[k].size
         cdef float* sink = arena_alloc(&self.garena, sink_size)
-        for k in range(nanc):
-            x = self.needed[k]
-            if OPS[self.nodes[x].op].kind == LEAF and not (self.nodes[x].flags & F_ALIAS and self.nodes[x].flags & F_NEEDS_GRAD):
-                self.nodes[x].grad = sink
+        cdef float* zsink = arena_alloc(&self.garena, sink_size)
+        memset(zsink, 0, sink_size * sizeof(float))
+        for k in range(self.n_nodes):
+            if OPS[self.nodes[k].op].kind == LEAF and not (self.nodes[k].flags & F_ALIAS and self.nodes[k].flags & F_NEEDS_GRAD):
+                self.nodes[k].grad = sink if self.mark[k] == st else zsink
         # one zeroed gradient block per batch that holds an ancestor
         cdef int64_t bi, j, per
         cdef int32_t* ids
@@ -722,7 +727,7 @@ cdef class ComputationGraph:
                     self.nodes[ids[j]].grad = g + j * per
             else:
                 for j in range(self.batch_n[bi]):
-                    self.nodes[ids[j]].grad = NULL
+                    self.nodes[ids[j]].grad = zsink
         t = &self.nodes[target]
         for j in range(t.bs):
             t.grad[j] += 1.0
@@ -1439,6 +1444,8 @@ cdef class Parameters:
     def __rsub__(self, other): return _sub(other, self)
     def __mul__(self, other): return _mul(self, other)
     def __rmul__(self, other): return _mul(other, self)
+    def __truediv__(self, other): return _div(self, other)
+    def __rtruediv__(self, other): return _div(other, self)
     def __neg__(self): return _unary(OP_NEG, self.expr(), 0.0)
 
     def __repr__(self):
@@ -1582,13 +1589,17 @@ def const_parameter(*ps):
     return parameter(*ps, update=False)
 
 
+cdef object _as_index(object i, str name):
+    """An integer index; floats and other non-integers are refused, not truncated."""
+    try:
+        return operator.index(i)
+    except TypeError:
+        raise TypeError(f"{name}: index must be an int, got {type(i).__name__}") from None
+
+
 def lookup(LookupParameters p not None, index, update=True):
     """Row `index` of a lookup table (no copy: the node reads the table's memory)."""
-    cdef long i
-    try:
-        i = index
-    except TypeError:
-        raise TypeError(f"lookup index must be an int, got {type(index).__name__}") from None
+    cdef long i = _as_index(index, "lookup")
     p._row_check(i)
     cdef int32_t n = _cg.add_node(OP_LOOKUP, 0, NULL, p.row_size, 1, 1, 0, 0, 0.0, <int32_t>i)
     _cg.nodes[n].val = p.vptr + i * p.row_size
@@ -1604,7 +1615,7 @@ def lookup(LookupParameters p not None, index, update=True):
 
 def lookup_batch(LookupParameters p not None, indices, update=True):
     """Rows as one expression with a batch element per index."""
-    idx = [int(i) for i in indices]
+    idx = [_as_index(i, "lookup_batch") for i in indices]
     if not idx:
         raise ValueError("lookup_batch: needs at least one index")
     for i in idx:
@@ -1896,15 +1907,11 @@ def log_softmax(Expression x, restrict=None):
 cdef int32_t _index_list(object index, int bs, int limit, str name) except -1:
     """Store one index per batch element (a single int is repeated); check the range."""
     if isinstance(index, (list, tuple, np.ndarray)):
-        idx = [int(i) for i in index]
+        idx = [_as_index(i, name) for i in index]
         if len(idx) != bs:
             raise ValueError(f"{name}: {len(idx)} indices for a batch of {bs}")
     else:
-        try:
-            idx = [int(index)] * bs
-        except TypeError:
-            raise TypeError(f"{name}: index must be an int or a list of ints, "
-                            f"got {type(index).__name__}") from None
+        idx = [_as_index(index, name)] * bs
     for i in idx:
         if not 0 <= i < limit:
             raise IndexError(f"{name}: index {i} out of range [0, {limit})")
@@ -1960,8 +1967,9 @@ def pick_batch(Expression x, v, int d=0):
     return pick(x, list(v), d)
 
 
-def pick_range(Expression x, int s, int e, int d=0):
+def pick_range(Expression x, s, e, int d=0):
     """Elements [s, e) along dimension d."""
+    s, e = _as_index(s, "pick_range"), _as_index(e, "pick_range")
     cdef Node* n = _check(x)
     if d not in (0, 1):
         raise DimensionError(f"pick_range: d must be 0 or 1, got {d}")
@@ -1975,7 +1983,7 @@ def pick_range(Expression x, int s, int e, int d=0):
 
 def pick_batch_elems(Expression x, indices):
     cdef Node* n = _check(x)
-    idx = [int(i) for i in indices]
+    idx = [_as_index(i, "pick_batch_elems") for i in indices]
     if not idx:
         raise ValueError("pick_batch_elems: needs at least one index")
     for i in idx:

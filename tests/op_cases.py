@@ -1,0 +1,607 @@
+"""Test cases for every op: one or more variants per op name, each building its inputs
+(as parameters, so gradients flow) and applying the op, with a numpy reference.
+
+A variant is a function `fn(ctx) -> (build, ref)`: `build()` applies the op in the
+current graph and returns the Expression; `ref()` returns the expected value in
+`npvalue()` layout (or None for ops that draw random numbers; those have dedicated
+tests). References compute in float64 on (d0, d1, bs) arrays, so numpy broadcasting
+matches the engine's broadcasting of one element / one batch element.
+
+The same variant builds one instance of a multi-instance graph in the batching tests:
+`Ctx(instance=i, depth=k)` feeds every non-shared argument through k extra ops, and
+arguments created with a `key` are the same parameter in every instance (the shared
+weight of matmul, the bias and weights of affine_transform).
+"""
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+import autobatch as dy
+
+LEAVES = ("input", "parameter", "lookup")
+
+
+# ------------------------------------------------------------ arguments ----
+
+def layout(a):
+    """(d0, d1, bs) -> npvalue layout: drop d1 when 1 and the batch axis when 1."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.shape[2] == 1:
+        a = a[:, :, 0]
+        return a[:, 0] if a.shape[1] == 1 else a
+    return a[:, 0, :] if a.shape[1] == 1 else a
+
+
+class Arg:
+    """A differentiable op argument backed by parameters: a Parameters when bs == 1, a
+    LookupParameters read with lookup_batch (and reshaped for matrices) when bs > 1."""
+
+    def __init__(self, ctx, value3, shared):
+        d0, d1, bs = value3.shape
+        self.dims, self.bs, self.ctx, self.shared = (d0, d1), bs, ctx, shared
+        self.shape = (d0,) if d1 == 1 else (d0, d1)
+        self._cached = None
+        if bs == 1:
+            self.param = ctx.pc.add_parameters(self.shape)
+            self.param.set_value(value3[:, :, 0])
+        else:
+            self.param = ctx.pc.add_lookup_parameters((bs, d0 * d1))
+            self.param.set_value(np.stack([value3[:, :, k].ravel(order="F") for k in range(bs)]))
+
+    def expr(self):
+        if self.bs == 1:
+            return self.ctx.chain(self.param.expr(), self)
+        if self.shared and self._cached is not None and not self._cached.is_stale():
+            return self._cached       # one node per graph, as for a Parameters
+        e = dy.lookup_batch(self.param, list(range(self.bs)))
+        if len(self.shape) == 2:
+            e = dy.reshape(e, self.shape)
+        self._cached = e
+        return self.ctx.chain(e, self)
+
+    def value(self):
+        """Current value as float64 (d0, d1, bs)."""
+        d0, d1 = self.dims
+        if self.bs == 1:
+            return self.param.as_array().astype(np.float64).reshape(d0, d1, 1, order="F")
+        rows = self.param.as_array().astype(np.float64)
+        return np.stack([r.reshape(d0, d1, order="F") for r in rows], axis=-1)
+
+
+class Ctx:
+    """Creates the parameters of one instance of a case."""
+
+    def __init__(self, pc, seed=0, instance=0, depth=0, shared=None):
+        self.pc = pc
+        self.rng = np.random.default_rng(seed)
+        self.instance, self.depth = instance, depth
+        self.shared = {} if shared is None else shared
+        self.params = []
+
+    def _register(self, p):
+        if not any(p is q for q in self.params):
+            self.params.append(p)
+
+    def arg(self, shape, lo=-1.0, hi=1.0, bs=1, key=None, away=0.0, values=None):
+        """An argument of `shape` (+ batch bs) with values uniform in [lo, hi];
+        away > 0: magnitudes in [away, hi] with random signs (keeps off kinks);
+        values: explicit (d0, d1, bs) values; key: shared by every instance."""
+        if key is not None and key in self.shared:
+            a = self.shared[key]
+            self._register(a.param)
+            return a
+        d0, d1 = (shape[0], 1) if len(shape) == 1 else shape
+        if values is not None:
+            v = np.asarray(values, dtype=np.float64).reshape(d0, d1, bs)
+        elif away > 0:
+            v = self.rng.uniform(away, hi, (d0, d1, bs)) * self.rng.choice([-1.0, 1.0], (d0, d1, bs))
+        else:
+            v = self.rng.uniform(lo, hi, (d0, d1, bs))
+        a = Arg(self, v.astype(np.float32), key is not None)
+        self._register(a.param)
+        if key is not None:
+            self.shared[key] = a
+        return a
+
+    def distinct(self, shape, bs=1):
+        """Values at least 0.2 apart (a well-defined max, away from ties)."""
+        d0, d1 = (shape[0], 1) if len(shape) == 1 else shape
+        n = d0 * d1 * bs
+        v = self.rng.permutation(n) * 0.25 - n * 0.1 + self.rng.uniform(0, 0.05, n)
+        return self.arg(shape, bs=bs, values=v.reshape(d0, d1, bs))
+
+    def lookup(self, rows, dim):
+        lp = self.pc.add_lookup_parameters((rows, dim))
+        lp.set_value(self.rng.uniform(-1, 1, (rows, dim)))
+        self._register(lp)
+        return lp
+
+    def chain(self, e, arg):
+        """Feed a non-shared argument through `depth` exact ops (x * 1.0)."""
+        if arg.shared:
+            return e
+        for _ in range(self.depth):
+            e = e * 1.0
+        return e
+
+
+# ----------------------------------------------------------------- table ----
+
+@dataclass
+class Variant:
+    op: str
+    name: str
+    fn: Callable
+    grad_scale: float = 1.0      # analytic gradient = grad_scale * numeric gradient
+    random: bool = False         # draws random numbers: no numpy reference
+    grad_kw: dict = field(default_factory=dict)
+
+    @property
+    def id(self):
+        return f"{self.op}-{self.name}"
+
+
+CASES = {}
+
+
+def variant(op, name, **kw):
+    def deco(fn):
+        CASES.setdefault(op, []).append(Variant(op, name, fn, **kw))
+        return fn
+    return deco
+
+
+def all_variants():
+    return [v for vs in CASES.values() for v in vs]
+
+
+SHAPES = {"vec": ((4,), 1), "mat": ((3, 2), 1), "batched": ((3,), 3), "batched_mat": ((2, 2), 2)}
+
+# ------------------------------------------------------------- unary ----
+
+SELU_L, SELU_A = 1.0507009873554805, 1.6732632423543772
+
+
+def _elu(x, a):
+    return np.where(x > 0, x, a * (np.exp(x) - 1))
+
+
+# op -> [(variant suffix, expression fn, numpy fn, arg kwargs, Variant kwargs)]
+UNARY = {
+    "negate": [("", lambda x: -x, np.negative, {}, {})],
+    "tanh": [("", dy.tanh, np.tanh, {}, {})],
+    "logistic": [("", dy.logistic, lambda x: 1 / (1 + np.exp(-x)), {"lo": -3, "hi": 3}, {})],
+    "rectify": [("", dy.rectify, lambda x: np.maximum(x, 0), {"away": 0.1}, {})],
+    "elu": [("a1", dy.elu, lambda x: _elu(x, 1.0), {"away": 0.1}, {}),
+            ("a0.5", lambda x: dy.elu(x, 0.5), lambda x: _elu(x, 0.5), {"away": 0.1}, {})],
+    "selu": [("", dy.selu, lambda x: SELU_L * _elu(x, SELU_A), {"away": 0.1}, {})],
+    "exp": [("", dy.exp, np.exp, {}, {})],
+    "log": [("", dy.log, np.log, {"lo": 0.5, "hi": 2.0}, {})],
+    "sqrt": [("", dy.sqrt, np.sqrt, {"lo": 0.5, "hi": 2.0}, {})],
+    "square": [("", dy.square, np.square, {}, {})],
+    "abs": [("", dy.abs, np.abs, {"away": 0.1}, {})],
+    "add_constant": [("x+c", lambda x: x + 1.5, lambda x: x + 1.5, {}, {}),
+                     ("c+x", lambda x: 2 + x, lambda x: 2 + x, {}, {}),
+                     ("x-c", lambda x: x - 0.5, lambda x: x - 0.5, {}, {})],
+    "mul_constant": [("x*c", lambda x: x * 2.5, lambda x: x * 2.5, {}, {}),
+                     ("c*x", lambda x: 3 * x, lambda x: 3 * x, {}, {}),
+                     ("x/c", lambda x: x / 4, lambda x: x / 4, {}, {})],
+    "constant_minus": [("", lambda x: 2 - x, lambda x: 2 - x, {}, {})],
+    "constant_divide": [("", lambda x: 2 / x, lambda x: 2 / x, {"lo": 0.5, "hi": 2.0}, {})],
+    "nobackprop": [("", dy.nobackprop, lambda x: x, {}, {"grad_scale": 0.0})],
+    "scale_gradient": [("", lambda x: dy.scale_gradient(x, 0.5), lambda x: x, {}, {"grad_scale": 0.5})],
+    "dropout": [("p0", lambda x: dy.dropout(x, 0.0), lambda x: x, {}, {}),
+                ("p0.3", lambda x: dy.dropout(x, 0.3), None, {}, {"random": True})],
+    "noise": [("sd0", lambda x: dy.noise(x, 0.0), lambda x: x, {}, {}),
+              ("sd0.1", lambda x: dy.noise(x, 0.1), None, {}, {"random": True})],
+}
+
+
+def _unary_case(f, ref, shape, bs, akw):
+    def fn(c):
+        x = c.arg(shape, bs=bs, **akw)
+        return (lambda: f(x.expr())), (None if ref is None else lambda: layout(ref(x.value())))
+    return fn
+
+
+for _op, _entries in UNARY.items():
+    for _suffix, _f, _ref, _akw, _vkw in _entries:
+        for _sname, (_shape, _bs) in SHAPES.items():
+            variant(_op, "-".join(filter(None, [_suffix, _sname])), **_vkw)(
+                _unary_case(_f, _ref, _shape, _bs, _akw))
+
+# ------------------------------------------------------------ binary ----
+
+BINARY = {
+    "add": (lambda a, b: a + b, np.add, {}, {}),
+    "subtract": (lambda a, b: a - b, np.subtract, {}, {}),
+    "cmult": (dy.cmult, np.multiply, {}, {}),
+    "cdiv": (dy.cdiv, np.divide, {}, {"lo": 0.5, "hi": 1.5}),
+    "pow": (dy.pow, np.power, {"lo": 0.5, "hi": 1.5}, {"lo": 0.5, "hi": 2.0}),
+}
+# variant -> ((shape of x, bs of x), (shape of y, bs of y))
+BINARY_SHAPES = {
+    "vec": (((4,), 1), ((4,), 1)),
+    "mat": (((3, 2), 1), ((3, 2), 1)),
+    "batched": (((3,), 3), ((3,), 3)),
+    "bcast_batch_x": (((3,), 1), ((3,), 3)),
+    "bcast_batch_y": (((2, 2), 2), ((2, 2), 1)),
+    "bcast_elem_y": (((4,), 1), ((1,), 1)),
+    "bcast_elem_x": (((1,), 1), ((3, 2), 1)),
+    "bcast_elem_batched": (((3,), 1), ((1,), 2)),
+}
+
+
+def _binary_case(f, ref, xs, ys, xkw, ykw):
+    def fn(c):
+        x = c.arg(xs[0], bs=xs[1], **xkw)
+        y = c.arg(ys[0], bs=ys[1], **ykw)
+        return (lambda: f(x.expr(), y.expr())), (lambda: layout(ref(x.value(), y.value())))
+    return fn
+
+
+for _op, (_f, _ref, _xkw, _ykw) in BINARY.items():
+    for _sname, (_xs, _ys) in BINARY_SHAPES.items():
+        if _op == "pow" and _ys[0] != (1,):
+            continue   # exponents broadcast from one element (as in DyNet)
+        variant(_op, _sname)(_binary_case(_f, _ref, _xs, _ys, _xkw, _ykw))
+variant("pow", "same_shape")(_binary_case(dy.pow, np.power, ((3,), 1), ((3,), 1),
+                                          {"lo": 0.5, "hi": 1.5}, {"lo": 0.5, "hi": 2.0}))
+
+# ------------------------------------------------------------- n-ary ----
+
+
+def _nary(op, f, ref, specs, **akw):
+    for name, shapes in specs.items():
+        def fn(c, shapes=shapes):
+            xs = [c.arg(s, bs=bs, **akw) for s, bs in shapes]
+            return (lambda: f([x.expr() for x in xs])), (lambda: layout(ref([x.value() for x in xs])))
+        variant(op, name)(fn)
+
+
+_NARY_SHAPES = {"vec": [((4,), 1)] * 3, "mat": [((3, 2), 1)] * 2, "batched": [((3,), 2)] * 3,
+                "bcast_batch": [((3,), 1), ((3,), 3), ((3,), 1)], "one": [((2,), 1)]}
+_nary("esum", dy.esum, lambda vs: sum(np.broadcast_arrays(*vs)), _NARY_SHAPES)
+_nary("average", dy.average, lambda vs: sum(np.broadcast_arrays(*vs)) / len(vs), _NARY_SHAPES)
+_nary("logsumexp", dy.logsumexp, lambda vs: np.logaddexp.reduce(np.stack(vs), axis=0),
+      {k: v for k, v in _NARY_SHAPES.items() if k != "bcast_batch"})
+
+
+def _concat_ref(d):
+    def ref(vs):
+        bs = max(v.shape[2] for v in vs)
+        return np.concatenate([np.broadcast_to(v, v.shape[:2] + (bs,)) for v in vs], axis=d)
+    return ref
+
+
+_nary("concatenate", lambda xs: dy.concatenate(xs, d=0), _concat_ref(0),
+      {"d0_vec": [((2,), 1), ((3,), 1)], "d0_mat": [((2, 3), 1), ((1, 3), 1)],
+       "d0_bcast_batch": [((2,), 2), ((3,), 1), ((1,), 2)], "one": [((3,), 1)]})
+_nary("concatenate", lambda xs: dy.concatenate(xs, d=1), _concat_ref(1),
+      {"d1_vecs": [((2,), 1), ((2,), 1)], "d1_mat": [((2, 1), 1), ((2, 3), 1)],
+       "d1_batched": [((3, 2), 2), ((3,), 2)]})
+_nary("concatenate", dy.concatenate_cols, _concat_ref(1), {"cols": [((2,), 1), ((2, 2), 1)]})
+_nary("concatenate_to_batch", dy.concatenate_to_batch, lambda vs: np.concatenate(vs, axis=2),
+      {"vec": [((3,), 1), ((3,), 2)], "mat": [((2, 2), 1), ((2, 2), 1)]})
+
+# ------------------------------------------------- matrix products ----
+
+
+def mm(w, x):
+    """Batched matrix product of (r, k, bs) and (k, c, bs) arrays (bs broadcasts)."""
+    return np.matmul(np.moveaxis(w, 2, 0), np.moveaxis(x, 2, 0)).transpose(1, 2, 0)
+
+
+_MATMUL = {"vec": (((3, 4), 1), ((4,), 1)), "mat": (((3, 4), 1), ((4, 2), 1)),
+           "batched_x": (((3, 4), 1), ((4,), 3)), "batched_mat_x": (((2, 3), 1), ((3, 2), 2)),
+           "batched_w": (((3, 4), 3), ((4,), 1)), "batched_both": (((2, 3), 2), ((3, 2), 2)),
+           "row_times_col": (((1, 3), 1), ((3,), 1))}
+for _name, (_ws, _xs) in _MATMUL.items():
+    def _mm_case(c, ws=_ws, xs=_xs):
+        w = c.arg(ws[0], bs=ws[1], key="W")
+        x = c.arg(xs[0], bs=xs[1])
+        return (lambda: w.expr() * x.expr()), (lambda: layout(mm(w.value(), x.value())))
+    variant("matmul", _name)(_mm_case)
+
+
+def _affine_variant(name, bias, terms):
+    """bias: (shape, bs); terms: [((W shape, bs), (x shape, bs)), ...]."""
+    def fn(c):
+        b = c.arg(bias[0], bs=bias[1], key="b")
+        ts = [(c.arg(ws[0], bs=ws[1], key=f"W{k}"), c.arg(xs[0], bs=xs[1]))
+              for k, (ws, xs) in enumerate(terms)]
+
+        def build():
+            return dy.affine_transform([b.expr()] + [e.expr() for t in ts for e in t])
+
+        def ref():
+            return layout(b.value() + sum(mm(w.value(), x.value()) for w, x in ts))
+        return build, ref
+    variant("affine_transform", name)(fn)
+
+
+_affine_variant("vec", ((3,), 1), [(((3, 4), 1), ((4,), 1))])
+_affine_variant("two_terms", ((3,), 1), [(((3, 4), 1), ((4,), 1)), (((3, 2), 1), ((2,), 1))])
+_affine_variant("three_terms", ((2,), 1), [(((2, 3), 1), ((3,), 1)), (((2, 2), 1), ((2,), 1)),
+                                          (((2, 1), 1), ((1,), 1))])
+_affine_variant("matrix_x_bias_bcast", ((3,), 1), [(((3, 4), 1), ((4, 2), 1))])
+_affine_variant("matrix_bias", ((3, 2), 1), [(((3, 4), 1), ((4, 2), 1))])
+_affine_variant("batched_x", ((3,), 1), [(((3, 4), 1), ((4,), 3))])
+_affine_variant("batched_bias", ((3,), 2), [(((3, 4), 1), ((4,), 1))])
+_affine_variant("mixed_batch_terms", ((2,), 1), [(((2, 3), 1), ((3,), 2)), (((2, 2), 1), ((2,), 1))])
+_affine_variant("batched_w", ((2,), 1), [(((2, 3), 2), ((3,), 2))])
+
+# -------------------------------------------------------- reductions ----
+
+_RED_SHAPES = {"vec": ((4,), 1), "mat": ((3, 2), 1), "batched": ((3,), 3), "batched_mat": ((2, 2), 2)}
+_REDUCE = {
+    "sum_elems": (dy.sum_elems, lambda v: v.sum(axis=(0, 1), keepdims=True), {}),
+    "mean_elems": (dy.mean_elems, lambda v: v.mean(axis=(0, 1), keepdims=True), {}),
+    "squared_norm": (dy.squared_norm, lambda v: (v * v).sum(axis=(0, 1), keepdims=True), {}),
+    "l2_norm": (dy.l2_norm, lambda v: np.sqrt((v * v).sum(axis=(0, 1), keepdims=True)), {"away": 0.2}),
+}
+for _op, (_f, _ref, _akw) in _REDUCE.items():
+    for _sname, (_shape, _bs) in _RED_SHAPES.items():
+        variant(_op, _sname)(_unary_case(_f, _ref, _shape, _bs, _akw))
+
+
+def _bll(x, y):
+    return -(y * np.log(x) + (1 - y) * np.log(1 - x))
+
+
+_PAIR = {
+    "dot_product": (dy.dot_product, lambda x, y: x * y, {}, {}),
+    "squared_distance": (dy.squared_distance, lambda x, y: (x - y) ** 2, {}, {}),
+    "binary_log_loss": (dy.binary_log_loss, _bll, {"lo": 0.2, "hi": 0.8}, {"lo": 0.1, "hi": 0.9}),
+}
+_PAIR_SHAPES = {"vec": (((4,), 1), ((4,), 1)), "mat": (((2, 3), 1), ((2, 3), 1)),
+                "batched": (((3,), 2), ((3,), 2)), "bcast_batch": (((3,), 1), ((3,), 3))}
+for _op, (_f, _ew, _xkw, _ykw) in _PAIR.items():
+    for _sname, (_xs, _ys) in _PAIR_SHAPES.items():
+        variant(_op, _sname)(_binary_case(
+            _f, lambda x, y, ew=_ew: ew(x, y).sum(axis=(0, 1), keepdims=True), _xs, _ys, _xkw, _ykw))
+
+
+def _max_dim_variant(name, shape, bs, d):
+    def fn(c):
+        x = c.distinct(shape, bs)
+        return (lambda: dy.max_dim(x.expr(), d)), \
+            (lambda: layout(np.expand_dims(x.value().max(axis=d), 1)))
+    variant("max_dim", name)(fn)
+
+
+_max_dim_variant("d0_vec", (5,), 1, 0)
+_max_dim_variant("d0_mat", (4, 3), 1, 0)
+_max_dim_variant("d1_mat", (4, 3), 1, 1)
+_max_dim_variant("d0_batched_mat", (3, 2), 2, 0)
+_max_dim_variant("d1_batched_mat", (3, 2), 2, 1)
+
+for _sname, (_shape, _bs) in {"vec": ((3,), 4), "mat": ((2, 2), 3)}.items():
+    variant("sum_batches", _sname)(_unary_case(
+        dy.sum_batches, lambda v: v.sum(axis=2, keepdims=True), _shape, _bs, {}))
+
+# ------------------------------------------------- softmax and losses ----
+
+
+def _log_softmax(v):
+    m = v.max(axis=0, keepdims=True)
+    return v - m - np.log(np.exp(v - m).sum(axis=0, keepdims=True))
+
+
+for _sname, (_shape, _bs) in {"vec": ((4,), 1), "matrix_columns": ((4, 3), 1),
+                              "batched": ((3,), 3), "batched_mat": ((3, 2), 2)}.items():
+    variant("softmax", _sname)(_unary_case(dy.softmax, lambda v: np.exp(_log_softmax(v)),
+                                           _shape, _bs, {"lo": -2, "hi": 2}))
+    variant("log_softmax", _sname)(_unary_case(dy.log_softmax, _log_softmax, _shape, _bs,
+                                               {"lo": -2, "hi": 2}))
+
+
+def _index_variant(op, name, f, ref, shape, bs, index, distinct=False):
+    """Ops with an index (or list of indices) attribute; `index(c)` picks it."""
+    def fn(c):
+        x = c.distinct(shape, bs) if distinct else c.arg(shape, bs=bs)
+        v = index(c)
+        return (lambda: f(x.expr(), v)), (lambda: layout(ref(x.value(), v)))
+    variant(op, name)(fn)
+
+
+def _per_batch(v, bs):
+    return list(v) if isinstance(v, list) else [v] * bs
+
+
+def _pnls_ref(x, v):
+    ls = _log_softmax(x)
+    idx = _per_batch(v, max(x.shape[2], len(v) if isinstance(v, list) else 1))
+    return np.array([-ls[i, 0, 0 if x.shape[2] == 1 else k] for k, i in enumerate(idx)]).reshape(1, 1, -1)
+
+
+_index_variant("pickneglogsoftmax", "int", dy.pickneglogsoftmax, _pnls_ref, (4,), 1,
+               lambda c: c.instance % 4)
+_index_variant("pickneglogsoftmax", "batched_list", dy.pickneglogsoftmax_batch, _pnls_ref, (4,), 3,
+               lambda c: [(c.instance + k) % 4 for k in range(3)])
+_index_variant("pickneglogsoftmax", "batched_int", dy.pickneglogsoftmax, _pnls_ref, (3,), 2,
+               lambda c: 2 - c.instance % 3)
+_index_variant("pickneglogsoftmax", "list_over_unbatched", dy.pickneglogsoftmax, _pnls_ref, (4,), 1,
+               lambda c: [3, c.instance % 4])
+
+
+def _hinge_ref(m):
+    def ref(x, v):
+        bs = max(x.shape[2], len(v) if isinstance(v, list) else 1)
+        out = []
+        for k, g in enumerate(_per_batch(v, bs)):
+            col = x[:, 0, 0 if x.shape[2] == 1 else k]
+            out.append(sum(max(0.0, m - col[g] + col[i]) for i in range(len(col)) if i != g))
+        return np.array(out).reshape(1, 1, -1)
+    return ref
+
+
+# distinct values 0.25 apart: margins m - x_g + x_i avoid 0 for m = 1.0 and 0.6
+_index_variant("hinge", "int", dy.hinge, _hinge_ref(1.0), (5,), 1, lambda c: c.instance % 5,
+               distinct=True)
+_index_variant("hinge", "margin0.6", lambda x, v: dy.hinge(x, v, 0.6), _hinge_ref(0.6), (5,), 1,
+               lambda c: (c.instance + 2) % 5, distinct=True)
+_index_variant("hinge", "batched_list", dy.hinge_batch, _hinge_ref(1.0), (4,), 2,
+               lambda c: [c.instance % 4, 3], distinct=True)
+
+
+def _pick_ref(d):
+    def ref(x, v):
+        bs = max(x.shape[2], len(v) if isinstance(v, list) else 1)
+        cols = []
+        for k, i in enumerate(_per_batch(v, bs)):
+            xk = x[:, :, 0 if x.shape[2] == 1 else k]
+            cols.append(xk[i, :] if d == 0 else xk[:, i])
+        return np.stack(cols, axis=-1)[:, None, :]
+    return ref
+
+
+_index_variant("pick", "d0_vec", dy.pick, _pick_ref(0), (4,), 1, lambda c: c.instance % 4)
+_index_variant("pick", "d0_mat_row", dy.pick, _pick_ref(0), (3, 2), 1, lambda c: c.instance % 3)
+_index_variant("pick", "d1_mat_col", lambda x, v: dy.pick(x, v, 1), _pick_ref(1), (3, 2), 1,
+               lambda c: c.instance % 2)
+_index_variant("pick", "d1_vec", lambda x, v: dy.pick(x, v, 1), _pick_ref(1), (3,), 1, lambda c: 0)
+_index_variant("pick", "batched_list", dy.pick_batch, _pick_ref(0), (3,), 3,
+               lambda c: [c.instance % 3, 0, 2])
+_index_variant("pick", "list_over_unbatched", dy.pick, _pick_ref(0), (4,), 1,
+               lambda c: [1, c.instance % 4])
+_index_variant("pick", "index_operator", lambda x, v: x[v], _pick_ref(0), (4,), 1,
+               lambda c: 3 - c.instance % 4)
+
+
+def _pick_range_variant(name, shape, bs, d, s, e):
+    def fn(c):
+        x = c.arg(shape, bs=bs)
+        return (lambda: dy.pick_range(x.expr(), s, e, d)), \
+            (lambda: layout(x.value()[s:e] if d == 0 else x.value()[:, s:e]))
+    variant("pick_range", name)(fn)
+
+
+_pick_range_variant("d0_vec", (5,), 1, 0, 1, 4)
+_pick_range_variant("d0_mat", (4, 2), 1, 0, 0, 2)
+_pick_range_variant("d1_mat", (2, 4), 1, 1, 1, 3)
+_pick_range_variant("d0_batched", (4,), 2, 0, 2, 4)
+_pick_range_variant("d1_batched_mat", (2, 3), 2, 1, 0, 1)
+
+
+def _slice_case(c):
+    x = c.arg((5,))
+    return (lambda: x.expr()[1:3]), (lambda: layout(x.value()[1:3]))
+
+
+variant("pick_range", "slice_operator")(_slice_case)
+
+
+def _pbe_variant(name, shape, bs, idx):
+    def fn(c):
+        x = c.arg(shape, bs=bs)
+        return (lambda: dy.pick_batch_elems(x.expr(), idx)), (lambda: layout(x.value()[:, :, idx]))
+    variant("pick_batch_elems", name)(fn)
+
+
+_pbe_variant("vec", (3,), 4, [2, 0])
+_pbe_variant("repeated", (2, 2), 3, [1, 1, 2])
+_pbe_variant("one", (3,), 2, [1])
+
+for _sname, (_shape, _bs) in {"mat": ((3, 2), 1), "vec": ((3,), 1), "batched": ((2, 3), 2)}.items():
+    variant("transpose", _sname)(_unary_case(dy.transpose, lambda v: v.transpose(1, 0, 2),
+                                             _shape, _bs, {}))
+
+
+def _reshape_variant(name, shape, bs, new):
+    def fn(c):
+        x = c.arg(shape, bs=bs)
+        n0, n1 = (new[0], 1) if len(new) == 1 else new
+
+        def ref():
+            v = x.value()
+            return layout(np.stack([v[:, :, k].reshape((n0, n1), order="F")
+                                    for k in range(v.shape[2])], axis=-1))
+        return (lambda: dy.reshape(x.expr(), new)), ref
+    variant("reshape", name)(fn)
+
+
+_reshape_variant("vec_to_mat", (6,), 1, (2, 3))
+_reshape_variant("mat_to_mat", (2, 3), 1, (3, 2))
+_reshape_variant("mat_to_vec", (2, 2), 1, (4,))
+_reshape_variant("batched", (6,), 2, (3, 2))
+
+
+def _lookup_batch_variant(name, ids, f=dy.lookup_batch):
+    def fn(c):
+        lp = c.lookup(5, 3)
+        v = ids(c)
+        return (lambda: f(lp, v)), \
+            (lambda: layout(lp.as_array().astype(np.float64)[v].T[:, None, :]))
+    variant("lookup_batch", name)(fn)
+
+
+_lookup_batch_variant("distinct", lambda c: [1, 3, (c.instance + 2) % 5])
+_lookup_batch_variant("repeated_rows", lambda c: [c.instance % 5, c.instance % 5, 0])
+_lookup_batch_variant("one", lambda c: [4])
+_lookup_batch_variant("batch_method", lambda c: [2, 0], lambda lp, v: lp.batch(v))
+
+# ------------------------------------------------------- fused LSTM ops ----
+# Gate vectors are blocks of h: [i, f_1 .. f_k, o, g].
+
+
+def _sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def _gates_ref(v, h, forget_bias):
+    nb = v.shape[0] // h
+    out = _sigmoid(v)
+    out[h:(nb - 2) * h] = _sigmoid(v[h:(nb - 2) * h] + forget_bias)
+    out[(nb - 1) * h:] = np.tanh(v[(nb - 1) * h:])
+    return out
+
+
+def _lstm_gates_variant(name, h, nb, bs, forget_bias):
+    def fn(c):
+        x = c.arg((nb * h,), bs=bs, lo=-2, hi=2)
+        return (lambda: dy.lstm_gates(x.expr(), h, forget_bias)), \
+            (lambda: layout(_gates_ref(x.value(), h, forget_bias)))
+    variant("lstm_gates", name)(fn)
+
+
+_lstm_gates_variant("lstm", 3, 4, 1, 1.0)
+_lstm_gates_variant("tree", 2, 5, 1, 0.5)
+_lstm_gates_variant("leaf", 2, 3, 1, 0.0)
+_lstm_gates_variant("batched", 2, 4, 2, 1.0)
+
+
+def _lstm_cell_variant(name, h, k, bs):
+    def fn(c):
+        g = c.arg(((k + 3) * h,), bs=bs, lo=0.1, hi=0.9)
+        prev = [c.arg((h,), bs=bs) for _ in range(k)]
+
+        def ref():
+            gv = g.value()
+            out = gv[:h] * gv[(k + 2) * h:]
+            for m, p in enumerate(prev):
+                out = out + gv[(1 + m) * h:(2 + m) * h] * p.value()
+            return layout(out)
+        return (lambda: dy.lstm_cell(g.expr(), [p.expr() for p in prev])), ref
+    variant("lstm_cell", name)(fn)
+
+
+_lstm_cell_variant("lstm", 3, 1, 1)
+_lstm_cell_variant("tree", 2, 2, 1)
+_lstm_cell_variant("leaf", 2, 0, 1)
+_lstm_cell_variant("batched", 2, 1, 3)
+
+
+def _lstm_hidden_variant(name, h, nb, bs):
+    def fn(c):
+        cell = c.arg((h,), bs=bs, lo=-2, hi=2)
+        g = c.arg((nb * h,), bs=bs, lo=0.1, hi=0.9)
+        return (lambda: dy.lstm_hidden(cell.expr(), g.expr())), \
+            (lambda: layout(g.value()[(nb - 2) * h:(nb - 1) * h] * np.tanh(cell.value())))
+    variant("lstm_hidden", name)(fn)
+
+
+_lstm_hidden_variant("lstm", 3, 4, 1)
+_lstm_hidden_variant("leaf", 2, 3, 1)
+_lstm_hidden_variant("batched", 2, 4, 2)

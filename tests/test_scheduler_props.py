@@ -1,0 +1,91 @@
+"""Scheduler invariants on random multi-instance graphs (hypothesis): every node runs
+exactly once, a batch has one signature, arguments run before their consumers, and
+every strategy computes the same values and gradients."""
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+import autobatch as dy
+from autobatch.testing import build_program, check_batching_invariance, program_parameters, random_program
+
+from test_batching import HalfOfLowest, LargestFirst
+
+STRATEGIES = ["none", "depth", "agenda", LargestFirst.name, HalfOfLowest.name]
+LEAF_OPS = {"input", "parameter", "lookup"}
+
+programs = st.builds(
+    lambda seed, n, steps, shared: random_program(np.random.default_rng(seed), n_instances=n,
+                                                  max_steps=steps, n_shared=shared),
+    st.integers(0, 2**32 - 1), st.integers(1, 5), st.integers(1, 8), st.integers(0, 3))
+
+
+def run(program, params, strategy):
+    """Build and forward a program; returns (batches, id of the forwarded node)."""
+    dy.renew_cg(strategy=strategy)
+    total = dy.esum(build_program(program, params))
+    total.forward()
+    return dy.cg().batches(), total.vindex
+
+
+def ancestors(info, target):
+    seen, stack = {target}, [target]
+    while stack:
+        for a in info[stack.pop()][4]:
+            if a not in seen:
+                seen.add(a)
+                stack.append(a)
+    return seen
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs, st.sampled_from(STRATEGIES))
+def test_schedule_invariants(program, strategy):
+    params = program_parameters(program, dy.ParameterCollection(seed=0))
+    batches, target = run(program, params, strategy)
+    g = dy.cg()
+    info = [g.node_info(i) for i in range(g.num_nodes)]
+    batch_of = {}
+    for b, (op, nodes) in enumerate(batches):
+        assert nodes == sorted(nodes)
+        assert {info[i][3] for i in nodes} == {info[nodes[0]][3]}, "a batch mixes signatures"
+        assert {info[i][0] for i in nodes} == {op}
+        for i in nodes:
+            assert i not in batch_of, f"node {i} ran twice"
+            batch_of[i] = b
+    # lazy: exactly the non-leaf ancestors of the forwarded node run (unused shared
+    # values do not)
+    scheduled = {i for i in ancestors(info, target) if info[i][0] not in LEAF_OPS}
+    assert set(batch_of) == scheduled, "every needed non-leaf node runs exactly once"
+    for i in scheduled:
+        for a in info[i][4]:
+            assert info[a][0] in LEAF_OPS or batch_of[a] < batch_of[i], \
+                f"node {i} ran in batch {batch_of[i]} before its argument {a}"
+    if strategy == "none":
+        assert all(len(nodes) == 1 for _, nodes in batches)
+
+
+@settings(max_examples=30, deadline=None)
+@given(programs)
+def test_strategies_agree(program):
+    params = program_parameters(program, dy.ParameterCollection(seed=0))
+    stats = check_batching_invariance(lambda: build_program(program, params), params,
+                                      strategies=STRATEGIES[1:], rtol=1e-5, atol=1e-5)
+    nodes = stats["none"]["nodes_run"]
+    assert all(s["nodes_run"] == nodes for s in stats.values())
+    assert all(s["batches"] <= stats["none"]["batches"] for s in stats.values())
+
+
+@settings(max_examples=30, deadline=None)
+@given(programs, st.sampled_from(STRATEGIES), st.data())
+def test_incremental_forward_runs_each_node_once(program, strategy, data):
+    """value() on some outputs first, then on everything: nothing runs twice."""
+    params = program_parameters(program, dy.ParameterCollection(seed=0))
+    dy.renew_cg(strategy=strategy)
+    outs = build_program(program, params)
+    first = data.draw(st.lists(st.sampled_from(range(len(outs))), max_size=3))
+    early = {k: outs[k].value() for k in first}
+    total = dy.esum(outs)
+    total.value()
+    ran = [i for _, nodes in dy.cg().batches() for i in nodes]
+    assert len(ran) == len(set(ran))
+    for k, v in early.items():
+        assert outs[k].value() == v
