@@ -738,14 +738,38 @@ cdef class ComputationGraph:
         b.arena = &self.arena
         b.scratch = &self.garena
         b.rng = &self.rng
+        # A batch may mix ancestors of target with other nodes: backward runs over the
+        # ancestors only, so that nothing flows from nodes the loss does not use (not
+        # even 0 * inf = NaN from a node whose local derivative is infinite).
+        cdef int64_t most = 1
+        for bi in range(self.n_batches):
+            if self.batch_n[bi] > most:
+                most = self.batch_n[bi]
+        cdef int32_t* sub = <int32_t*>malloc(most * sizeof(int32_t))
+        if sub == NULL:
+            free(run)
+            raise MemoryError()
+        cdef int32_t nsub
         with nogil:
             for bi in range(self.n_batches - 1, -1, -1):
                 if not run[bi]:
                     continue
-                b.ids = self.batch_ids + self.batch_at[bi]
-                b.n = self.batch_n[bi]
-                b.block = self.nodes[b.ids[0]].grad
-                OPS[self.nodes[b.ids[0]].op].bwd(&b)
+                ids = self.batch_ids + self.batch_at[bi]
+                nsub = 0
+                for j in range(self.batch_n[bi]):
+                    if self.mark[ids[j]] == st:
+                        sub[nsub] = ids[j]
+                        nsub += 1
+                if nsub == self.batch_n[bi]:
+                    b.ids = ids
+                    b.n = nsub
+                    b.block = self.nodes[ids[0]].grad
+                else:
+                    b.ids = sub
+                    b.n = nsub
+                    b.block = NULL
+                OPS[self.nodes[ids[0]].op].bwd(&b)
+        free(sub)
         free(run)
         self.t_backward += now() - t0
         self.t_last = now()

@@ -91,7 +91,8 @@ ctypedef struct Batch:
     int32_t* ibuf       # the graph's per-node integer data
     int32_t* ids        # ids of the nodes of this batch, ascending
     int n               # number of nodes in the batch
-    float* block        # outputs (forward) or their grads (backward), contiguous n * size
+    float* block        # outputs (forward) or their grads (backward), contiguous n * size;
+                        # NULL in backward when only some nodes of a batch need it
     Arena* arena        # forward: aux memory that survives until renew_cg
     Arena* scratch      # backward: temporary memory
     Rng* rng

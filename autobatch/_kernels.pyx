@@ -748,27 +748,33 @@ cdef void product_fwd(Batch* b, int w_arg, int x_arg, float beta, bint keep_x) n
 
 cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
     """dW += dY X^T and dX += W^T dY for the pair (w_arg, x_arg); X is the stacked
-    forward input when W is shared (NULL: gather again)."""
+    forward input of these nodes when W is shared (NULL: gather again)."""
     cdef Node* w = ARG(b, 0, w_arg)
     cdef Node* x0 = ARG(b, 0, x_arg)
     cdef Node* n0 = NODE(b, 0)
     cdef int r = w.d0, k = w.d1, c = x0.d1, j, e, M
     cdef float* dX
+    cdef float* dY
     cdef Node* wj
     cdef Node* xj
     cdef float* dy
     if w.bs == 1 and x0.bs == n0.bs:
         M = c * x0.bs * b.n
+        dY = b.block
+        if dY == NULL:      # part of a batch: stack the output gradients
+            dY = arena_alloc(b.scratch, <size_t>r * M)
+            for j in range(b.n):
+                memcpy(dY + j * n0.size, NODE(b, j).grad, n0.size * sizeof(float))
         if w.flags & F_NEEDS_GRAD:
             if X == NULL:
                 X = gather_arg(b, x_arg, b.scratch)
-            gemm(b'N', b'T', r, k, M, 1.0, b.block, r, X, k, 1.0, w.grad, r)
+            gemm(b'N', b'T', r, k, M, 1.0, dY, r, X, k, 1.0, w.grad, r)
         if batch_arg_needs_grad(b, x_arg):
             if grads_consecutive(b, x_arg):
-                gemm(b'T', b'N', k, M, r, 1.0, w.val, r, b.block, r, 1.0, x0.grad, k)
+                gemm(b'T', b'N', k, M, r, 1.0, w.val, r, dY, r, 1.0, x0.grad, k)
             else:
                 dX = arena_alloc(b.scratch, <size_t>k * M)
-                gemm(b'T', b'N', k, M, r, 1.0, w.val, r, b.block, r, 0.0, dX, k)
+                gemm(b'T', b'N', k, M, r, 1.0, w.val, r, dY, r, 0.0, dX, k)
                 add_grad_from_stack(b, x_arg, dX)
         return
     for j in range(b.n):
@@ -788,8 +794,8 @@ cdef void matmul_fwd(Batch* b) noexcept nogil:
     product_fwd(b, 0, 1, 0.0, True)
 
 cdef void matmul_bwd(Batch* b) noexcept nogil:
-    cdef Node* n0 = NODE(b, 0)
-    product_bwd(b, 0, 1, n0.aux)
+    # the stacked X kept by forward is only valid for the whole batch
+    product_bwd(b, 0, 1, NODE(b, 0).aux if b.block != NULL else NULL)
 
 cdef void affine_fwd(Batch* b) noexcept nogil:
     # y = bias + sum_i W_i x_i; the bias (one column or all) repeats over columns and batch

@@ -259,3 +259,40 @@ def test_backward_from_a_node_whose_batch_holds_non_ancestors(strategy):
         a2.backward()
         assert p.grad_as_array()[0] == 2.0
         assert q.grad_as_array()[0] == pytest.approx(1 - np.tanh(q.as_array()[0]) ** 2)
+
+
+@pytest.mark.parametrize("strategy", ["none", "depth", "agenda"])
+def test_no_nan_from_a_batched_node_the_loss_does_not_use(strategy):
+    # log(p) at p = 0 has an infinite derivative; batched with log(q), which the loss
+    # uses, it must contribute nothing (not 0 * inf = NaN) to p's gradient.
+    pc = dy.ParameterCollection(seed=0)
+    p = pc.add_parameters(3, init=0.0)
+    q = pc.add_parameters(3, init=1.0)
+    dy.renew_cg(strategy=strategy)
+    used = dy.log(dy.parameter(q))
+    unused = dy.log(dy.parameter(p))
+    dy.esum([dy.sum_elems(used), dy.sum_elems(unused)]).value()
+    if strategy != "none":
+        assert ("log", 2) in [(op, len(ids)) for op, ids in dy.cg().batches()]
+    dy.sum_elems(used).backward()
+    np.testing.assert_array_equal(p.grad_as_array(), 0.0)
+    np.testing.assert_array_equal(q.grad_as_array(), 1.0)
+
+
+@pytest.mark.parametrize("strategy", ["none", "depth", "agenda"])
+def test_backward_through_part_of_a_matmul_batch(strategy):
+    # the loss uses two of four W * x_i computed in one batch: dW and dx_i come from
+    # those two only (the shared-weight gemm runs on the gathered part of the batch)
+    pc = dy.ParameterCollection(seed=3)
+    W = pc.add_parameters((2, 3))
+    xs = [pc.add_parameters(3) for _ in range(4)]
+    dy.renew_cg(strategy=strategy)
+    ys = [W * dy.parameter(x) for x in xs]
+    dy.esum([dy.sum_elems(y) for y in ys]).value()
+    (dy.sum_elems(ys[1]) + dy.sum_elems(ys[3])).backward()
+    w = W.as_array()
+    expected_dw = np.outer(np.ones(2), xs[1].as_array() + xs[3].as_array())
+    np.testing.assert_allclose(W.grad_as_array(), expected_dw, rtol=1e-6)
+    for i, x in enumerate(xs):
+        want = w.sum(axis=0) if i in (1, 3) else np.zeros(3)
+        np.testing.assert_allclose(x.grad_as_array(), want, rtol=1e-6)
