@@ -125,7 +125,7 @@ cdef class ComputationGraph:
     cdef int64_t cap_cons, cap_needed, cap_edges, cap_rd, cap_picked
     cdef int32_t* rd_at                 # per signature: ready nodes rd[rd_at : rd_at + rd_n]
     cdef int32_t* rd_n
-    cdef int64_t* rd_depth_sum
+    cdef double* sig_avg_depth          # per signature: mean depth of its pending nodes
     cdef int32_t* rd
     cdef int32_t* active                # signatures with ready nodes
     cdef int32_t* active_pos
@@ -158,7 +158,7 @@ cdef class ComputationGraph:
         free(self.batch_ids); free(self.batch_at); free(self.batch_n); free(self.batch_block)
         free(self.mark); free(self.depth); free(self.indeg); free(self.loc)
         free(self.cons_at); free(self.cons); free(self.needed); free(self.picked)
-        free(self.rd_at); free(self.rd_n); free(self.rd_depth_sum); free(self.rd)
+        free(self.rd_at); free(self.rd_n); free(self.sig_avg_depth); free(self.rd)
         free(self.active); free(self.active_pos)
 
     cdef void _reset_tables(self):
@@ -464,14 +464,18 @@ cdef class ComputationGraph:
         self._ensure_sigwork(count)
         for s in range(self.n_sigs):
             self.rd_n[s] = 0
+            self.sig_avg_depth[s] = 0
         for p in range(count):
-            self.rd_n[self.nodes[self.needed[p]].sig] += 1
+            s = self.nodes[self.needed[p]].sig
+            self.rd_n[s] += 1
+            self.sig_avg_depth[s] += self.depth[self.needed[p]]
         acc = 0
         for s in range(self.n_sigs):
             self.rd_at[s] = acc
             acc += self.rd_n[s]
+            if self.rd_n[s] > 0:
+                self.sig_avg_depth[s] /= self.rd_n[s]
             self.rd_n[s] = 0
-            self.rd_depth_sum[s] = 0
             self.active_pos[s] = -1
         self.n_active = 0
         return 0
@@ -482,10 +486,10 @@ cdef class ComputationGraph:
             cap *= 2
             self.rd_at = <int32_t*>realloc(self.rd_at, cap * sizeof(int32_t))
             self.rd_n = <int32_t*>realloc(self.rd_n, cap * sizeof(int32_t))
-            self.rd_depth_sum = <int64_t*>realloc(self.rd_depth_sum, cap * sizeof(int64_t))
+            self.sig_avg_depth = <double*>realloc(self.sig_avg_depth, cap * sizeof(double))
             self.active = <int32_t*>realloc(self.active, cap * sizeof(int32_t))
             self.active_pos = <int32_t*>realloc(self.active_pos, cap * sizeof(int32_t))
-            if self.rd_at == NULL or self.rd_n == NULL or self.rd_depth_sum == NULL or \
+            if self.rd_at == NULL or self.rd_n == NULL or self.sig_avg_depth == NULL or \
                     self.active == NULL or self.active_pos == NULL:
                 raise MemoryError()
             self.cap_sigwork = cap
@@ -497,7 +501,6 @@ cdef class ComputationGraph:
         cdef int32_t s = self.nodes[i].sig
         self.rd[self.rd_at[s] + self.rd_n[s]] = i
         self.rd_n[s] += 1
-        self.rd_depth_sum[s] += self.depth[i]
         if self.active_pos[s] < 0:
             self.active_pos[s] = <int32_t>self.n_active
             self.active[self.n_active] = s
@@ -525,7 +528,6 @@ cdef class ComputationGraph:
             if self.depth[lst[k]] <= max_depth:
                 self.picked[n] = lst[k]
                 n += 1
-                self.rd_depth_sum[s] -= self.depth[lst[k]]
             else:
                 lst[keep] = lst[k]
                 keep += 1
@@ -542,12 +544,14 @@ cdef class ComputationGraph:
         cdef double avg, best_avg = 0
         cdef int32_t* lst
         if self.strategy_id == S_AGENDA:
-            # DyNet's agenda: unbatchable first, else the lowest average depth
+            # DyNet's agenda: unbatchable first, else the signature whose pending nodes
+            # (ready or not) have the lowest average depth; static per forward, so a
+            # signature that still has deep nodes to come waits for them
             for k in range(self.n_active):
                 s = self.active[k]
                 if OPS[self.nodes[self.sig_first[s]].op].kind == UNBATCHED:
                     return self.take(s, 2147483647)
-                avg = <double>self.rd_depth_sum[s] / self.rd_n[s]
+                avg = self.sig_avg_depth[s]
                 if best < 0 or avg < best_avg or (avg == best_avg and s < best):
                     best = s
                     best_avg = avg
@@ -595,7 +599,6 @@ cdef class ComputationGraph:
             if lst[k] in wanted:
                 self.picked[n] = lst[k]
                 n += 1
-                self.rd_depth_sum[s] -= self.depth[lst[k]]
             else:
                 lst[keep] = lst[k]
                 keep += 1
@@ -974,6 +977,13 @@ cdef class Frontier:
         self._check(sig)
         return [g.depth[g.rd[g.rd_at[sig] + k]] for k in range(g.rd_n[sig])]
 
+    def average_depth(self, int32_t sig):
+        """Mean depth of all nodes of this signature still to compute in this forward
+        (ready or not): the agenda strategy's priority."""
+        g = self._graph()
+        self._check(sig)
+        return g.sig_avg_depth[sig]
+
     def op_name(self, int32_t sig):
         g = self._graph()
         self._check(sig)
@@ -1047,7 +1057,8 @@ def default_strategy():
 NONE = register_strategy(BuiltinStrategy(S_NONE, "none", "every node alone, in creation order"))
 DEPTH = register_strategy(BuiltinStrategy(S_DEPTH, "depth", "same depth and signature (TensorFlow Fold)"))
 AGENDA = register_strategy(BuiltinStrategy(
-    S_AGENDA, "agenda", "ready nodes of the signature with the lowest average depth (DyNet)"))
+    S_AGENDA, "agenda",
+    "all ready nodes of the signature whose pending nodes have the lowest average depth (DyNet)"))
 
 
 # ----------------------------------------------------------- current graph ----

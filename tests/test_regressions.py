@@ -219,12 +219,10 @@ def test_per_node_indices_share_a_batch_and_stay_right(strategy):
         assert nls[k].value() == pytest.approx(np.log(np.exp(x).sum()) - x[k], rel=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "agenda averages depth over the *ready* nodes of a signature: W2 * h_1, whose argument "
-    "an earlier value() computed, is ready at depth 1 and runs alone before the other "
-    "hidden layers are done; DyNet's agenda averages over all pending nodes of the "
-    "signature and would batch all five. Scheduler heuristic, left to the scheduler work."))
 def test_agenda_batches_nodes_whose_arguments_an_earlier_value_computed():
+    # W2 * h_1, whose argument an earlier value() computed, is ready early; agenda's
+    # priority is the average depth of all pending nodes of a signature (as DyNet's),
+    # so it waits and runs with the other four
     pc = dy.ParameterCollection(seed=0)
     params = [pc.add_parameters((4, 3)), pc.add_parameters(4), pc.add_parameters((2, 4))]
     xs = np.random.default_rng(1).uniform(-1, 1, (5, 3))
@@ -232,6 +230,23 @@ def test_agenda_batches_nodes_whose_arguments_an_earlier_value_computed():
     outs = mlp_instances(params, xs, probe=lambda k, h: h.value() if k == 1 else None)
     dy.esum(outs).value()
     assert dy.cg().stats()["batch_sizes"]["matmul"] == {5: 1}
+
+
+def test_agenda_reaches_the_lower_bound_on_chains_of_different_lengths():
+    # per-instance losses of chains that end at different steps: agenda waits for all
+    # of them (they have the deepest average) instead of one batch per length
+    pc = dy.ParameterCollection(seed=0)
+    W, b = pc.add_parameters((4, 4)), pc.add_parameters(4)
+    dy.renew_cg(strategy="agenda")
+    losses = []
+    for n in (3, 5, 4, 6, 5):
+        x = dy.inputVector(np.ones(4))
+        for _ in range(n):
+            x = dy.tanh(W * x + b)
+        losses.append(dy.squared_norm(x))
+    dy.esum(losses).value()
+    assert dy.cg().stats()["batches"] == dy.cg().batch_lower_bound()[0]
+    assert dy.cg().stats()["batch_sizes"]["squared_norm"] == {5: 1}
 
 
 # ------------------------------------------------------- bugs found here ----
