@@ -10,7 +10,7 @@ from libc.math cimport expf, logf, sqrtf, fabsf, powf, log, sqrt, cos, M_PI
 from libc.stdlib cimport malloc, free, abort, realloc
 from libc.string cimport memcpy, memset
 from libc.stdio cimport fprintf, stderr
-from scipy.linalg.cython_blas cimport sgemm
+from scipy.linalg.cython_blas cimport sgemm, sgemv, sger
 
 # ---------------------------------------------------------------- arena ----
 
@@ -127,14 +127,28 @@ cdef inline int elems(Node* x) noexcept nogil:
 cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,
                       float* A, int lda, float* B, int ldb, float beta,
                       float* C, int ldc) noexcept nogil:
-    """Column-major C = alpha op(A) op(B) + beta C."""
-    cdef int i
+    """Column-major C = alpha op(A) op(B) + beta C. One column goes to gemv and a
+    rank-1 update to ger: sgemm would pack the whole of A for them on every call."""
+    cdef int i, one = 1, inc
+    cdef char trans
     if m == 0 or n == 0:
         return
     if k == 0:
         if beta == 0.0:
             for i in range(n):
                 memset(C + i * ldc, 0, m * sizeof(float))
+        return
+    if n == 1:
+        inc = 1 if tb == b'N' else ldb
+        if ta == b'N':
+            sgemv(&ta, &m, &k, &alpha, A, &lda, B, &inc, &beta, C, &one)
+        else:
+            sgemv(&ta, &k, &m, &alpha, A, &lda, B, &inc, &beta, C, &one)
+        return
+    if k == 1 and beta == 1.0:
+        inc = 1 if ta == b'N' else lda
+        i = 1 if tb == b'T' else ldb
+        sger(&m, &n, &alpha, A, &inc, B, &i, C, &ldc)
         return
     sgemm(&ta, &tb, &m, &n, &k, &alpha, A, &lda, B, &ldb, &beta, C, &ldc)
 
