@@ -225,11 +225,30 @@ def parse_list(s, allowed=None, what="value"):
     return items
 
 
+def import_plugin(spec):
+    """Import a module by name or a Python file by path (for strategies it registers)."""
+    import importlib
+    import importlib.util
+    if spec.endswith(".py") or os.path.sep in spec:
+        name = "autobatch_bench_plugin_" + os.path.splitext(os.path.basename(spec))[0]
+        mod_spec = importlib.util.spec_from_file_location(name, spec)
+        if mod_spec is None:
+            raise SystemExit(f"--import: cannot load {spec}")
+        mod = importlib.util.module_from_spec(mod_spec)
+        sys.modules[name] = mod
+        mod_spec.loader.exec_module(mod)
+        return mod
+    return importlib.import_module(spec)
+
+
 def main(argv=None, native_blas=False):
     ap = argparse.ArgumentParser(prog="python -m autobatch.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", default="all", help="all or a comma list of " + ",".join(tasks.TASKS))
     ap.add_argument("--strategy", default="all", help="all (every registered strategy) or a comma list")
+    ap.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE_OR_FILE",
+                    help="import this module (or .py file) first, e.g. one that registers a strategy "
+                         "with autobatch.register_strategy; repeatable")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--batch-sizes", help="comma list, e.g. 1,4,16,64,256 (scaling run; overrides --batch-size)")
     ap.add_argument("--hidden", default="256", help="hidden/embedding size, or a comma list (e.g. 64,256,1024)")
@@ -248,6 +267,8 @@ def main(argv=None, native_blas=False):
     if a.steps < 1:
         ap.error("--steps must be at least 1")
 
+    for spec in a.imports:
+        import_plugin(spec)
     task_names = parse_list(a.task, tasks.TASKS, "task")
     strategies = parse_list(a.strategy, list(dy.available_strategies()), "strategy")
     batch_sizes = [int(x) for x in parse_list(a.batch_sizes)] if a.batch_sizes else [a.batch_size]
