@@ -154,7 +154,8 @@ def run_task(task, strategies, batch_size, hidden, steps, torch_modes, seed=0, l
                 "batches_over_lower_bound": statistics.mean(
                     i["batches"] / lb for i, lb in zip(info, lower_bounds)),
                 "unbatched_nodes_per_step": statistics.mean(i["unbatched_nodes"] for i in info),
-                "peak_arena_mb": max(i["arena_bytes"] for i in info) / 2 ** 20,
+                # the engine reports the process high-water mark, not the graph's (ENGINE_BUGS.md #1)
+                "arena_high_water_mb": max(i["arena_bytes"] for i in info) / 2 ** 20,
             })
         rows.append(row)
     for base in ("torch-batched", "torch-eager"):
@@ -181,9 +182,9 @@ def run(task_names, strategies, batch_sizes, hiddens, steps, torch_modes, seed=0
 
 def table(rows, sgemm, out=sys.stdout):
     cols = ("task", "system", "B", "inst/s", "/torch-b", "/torch-e", "nodes", "batches",
-            "b/LB", "build", "sched", "fwd", "bwd", "upd", "GF/s", "%sgemm", "arenaMB")
+            "b/LB", "build", "sched", "fwd", "bwd", "upd", "GF/s", "%sgemm", "arena_hw_mb", "rssMB")
     fmt = "{:<11s} {:<13s} {:>4s} {:>9s} {:>8s} {:>8s} {:>7s} {:>7s} {:>5s} " \
-          "{:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>7s}"
+          "{:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>11s} {:>6s}"
     print(fmt.format(*cols), file=out)
 
     def f(v, spec):
@@ -197,10 +198,12 @@ def table(rows, sgemm, out=sys.stdout):
             f(r.get("batches_over_lower_bound"), ".2f"),
             *(f(sp[k] * 1e3, ".1f") for k in ("build", "schedule", "forward", "backward", "update")),
             f(r["useful_gflops"], ".1f"), f(100 * r["useful_gflops"] / sgemm, ".0f"),
-            f(r.get("peak_arena_mb"), ".1f")), file=out)
+            f(r.get("arena_high_water_mb"), ".1f"), f(r["maxrss_mb_after_task"], ".0f")), file=out)
     print("times in ms per step (medians); torch folds graph building into fwd; "
           "b/LB = batches / lower bound; %sgemm = useful matmul FLOP rate / single-thread "
-          f"sgemm rate ({sgemm:.1f} GFLOP/s)", file=out)
+          f"sgemm rate ({sgemm:.1f} GFLOP/s); arena_hw_mb = value + gradient arena high-water "
+          "mark of the process so far (engine stat, see ENGINE_BUGS.md); rssMB = ru_maxrss of the "
+          "process after the task (cumulative, includes torch)", file=out)
 
 
 def machine():
