@@ -290,7 +290,9 @@ def main(argv=None, native_blas=False):
     sgemm = sgemm_gflops()
     meta = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": "python -m autobatch.bench " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python -m autobatch.bench " + " ".join(
+            (["--native-blas"] if native_blas and not a.native_blas else []) +
+            list(sys.argv[1:] if argv is None else argv)),
         "machine": machine(), "blas": blas.describe(), "native_blas": native_blas,
         "threadpoolctl": blas.threadpool_kernels(),
         "blas_threads_env": {v: os.environ.get(v) for v in blas.THREAD_VARS},
