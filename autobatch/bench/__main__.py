@@ -2,4 +2,4 @@
 from autobatch.bench.cli import main
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

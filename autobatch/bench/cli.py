@@ -16,12 +16,14 @@ def main(argv=None):
     args = [a for a in args if a != "--native-blas"]
     if args and args[0] == "micro":
         from autobatch.bench import micro
-        return micro.main(args[1:])
+        micro.main(args[1:])
+        return 0
     from autobatch.bench import run
     if args and args[0] == "tasks":
         args = args[1:]
-    return run.main(args, native_blas=native)
+    run.main(args, native_blas=native)
+    return 0          # the console script passes this to sys.exit
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
