@@ -838,7 +838,11 @@ cdef class ComputationGraph:
             "backward_calls": self.n_backward_calls,
             "seconds": {"build": self.t_build, "schedule": self.t_schedule,
                         "forward": self.t_forward, "backward": self.t_backward},
+            # bytes used by this graph's values, and by its last backward; the
+            # capacity is what the process keeps for the next graph
             "arena_bytes": int(self.arena.peak), "grad_arena_bytes": int(self.garena.peak),
+            "arena_capacity_bytes": int(sum(self.arena.caps[i] for i in range(self.arena.nchunks))
+                                        + sum(self.garena.caps[i] for i in range(self.garena.nchunks))),
         }
 
     def batches(self):

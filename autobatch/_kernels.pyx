@@ -62,6 +62,7 @@ cdef void arena_reset(Arena* a) noexcept nogil:
         a.nchunks = 1
     a.used = 0
     a.total = 0
+    a.peak = 0
 
 
 cdef void arena_free(Arena* a) noexcept nogil:

@@ -10,12 +10,24 @@ import sys
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def reexec_single_threaded(module_args):
-    """Re-run `python -m <module_args>` with one BLAS thread unless already so."""
-    if all(os.environ.get(v) == "1" for v in THREAD_VARS):
+NATIVE_DROP = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def reexec_single_threaded(module_args, native=False):
+    """Re-run `python -m <module_args>` with one BLAS thread unless already so.
+
+    native=True (benchmark runs only) also removes OPENBLAS_CORETYPE and
+    OPENBLAS_L2_SIZE from the environment, so that OpenBLAS picks the kernel of the
+    processor it runs on instead of the one these variables force."""
+    single = all(os.environ.get(v) == "1" for v in THREAD_VARS)
+    forced = native and any(v in os.environ for v in NATIVE_DROP)
+    if single and not forced:
         return
     env = dict(os.environ)
     env.update({v: "1" for v in THREAD_VARS})
+    if native:
+        for v in NATIVE_DROP:
+            env.pop(v, None)
     sys.stdout.flush()
     os.execve(sys.executable, [sys.executable, "-m"] + module_args, env)
 
@@ -44,6 +56,16 @@ def loaded_openblas():
                 break
         out.append(tuple(info))
     return out
+
+
+def threadpool_kernels():
+    """[(library file, architecture, threads)] as threadpoolctl sees them, if installed."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    return [(os.path.basename(i.get("filepath", "?")), i.get("architecture", "?"), i.get("num_threads", "?"))
+            for i in threadpool_info() if i.get("internal_api") == "openblas"]
 
 
 def describe():

@@ -1,0 +1,326 @@
+"""The task benchmark: full training steps on the five tasks of BENCHMARKS.md.
+
+For every task, every chosen strategy and (when PyTorch is installed) the two PyTorch
+baselines train on the same minibatches, interleaved step by step so that machine
+noise hits them alike: step k of every system runs before step k+1 of any. The
+first minibatch is a warm-up; the figure is the median over the timed ones.
+
+A training step: renew the graph, one loss per instance from per-instance code
+(`tasks.py`), esum, forward, backward, trainer update.
+
+    python -m autobatch.bench --task all --strategy all --json out.json --plot out.png
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import autobatch as dy
+from autobatch.bench import blas, data, tasks
+
+TORCH_MODES = ("eager", "batched")
+
+
+# ------------------------------------------------------------------ systems --
+
+class AutobatchSystem:
+    """A task model with its own parameters and trainer, run under one strategy."""
+
+    def __init__(self, task, strategy, hidden, seed, meta, lr):
+        self.name = strategy
+        self.strategy = strategy
+        self.task = tasks.make(task, hidden, seed, meta)
+        self.trainer = dy.SimpleSGDTrainer(self.task.pc, lr)
+
+    def step(self, batch):
+        t0 = time.perf_counter()
+        dy.renew_cg(strategy=self.strategy)
+        loss = dy.esum([self.task.loss(inst) for inst in batch])
+        value = loss.value()
+        loss.backward()
+        t1 = time.perf_counter()
+        self.trainer.update()
+        t2 = time.perf_counter()
+        st = dy.cg().stats()
+        split = dict(st["seconds"])
+        split["update"] = t2 - t1
+        info = {"nodes": st["nodes"], "batches": st["batches"],
+                "arena_bytes": st["arena_bytes"] + st["grad_arena_bytes"],
+                "unbatched_nodes": st["unbatched_nodes"]}
+        return float(value), split, info
+
+
+def sgemm_gflops(n=2048, repeats=3):
+    """Best-of-`repeats` GFLOP/s of one n x n x n sgemm through scipy's BLAS (the
+    library the engine calls)."""
+    from scipy.linalg.blas import sgemm
+    rng = np.random.default_rng(0)
+    a = np.asfortranarray(rng.standard_normal((n, n), dtype=np.float32))
+    b = np.asfortranarray(rng.standard_normal((n, n), dtype=np.float32))
+    c = np.asfortranarray(np.zeros((n, n), dtype=np.float32))
+    sgemm(1.0, a, b, 0.0, c, overwrite_c=1)          # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        sgemm(1.0, a, b, 0.0, c, overwrite_c=1)
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n ** 3 / best / 1e9
+
+
+def maxrss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+# ---------------------------------------------------------------------- run --
+
+class Progress:
+    """One line on stderr, rewritten in place on a terminal."""
+
+    def __init__(self, stream=sys.stderr, quiet=False):
+        self.stream, self.quiet = stream, quiet
+        self.tty = stream.isatty()
+        self.t0 = time.perf_counter()
+
+    def show(self, text, final=False):
+        if self.quiet:
+            return
+        line = f"[{time.perf_counter() - self.t0:6.1f}s] {text}"
+        if self.tty:
+            self.stream.write("\r\033[K" + line + ("\n" if final else ""))
+        elif final:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def run_task(task, strategies, batch_size, hidden, steps, torch_modes, seed=0, lr=0.1,
+             progress=None):
+    """Rows (one per system) for one task at one batch size and hidden size."""
+    meta, instances = data.make(task, batch_size * (steps + 1), seed)
+    batches = [instances[k * batch_size:(k + 1) * batch_size] for k in range(steps + 1)]
+    systems = [AutobatchSystem(task, s, hidden, seed, meta, lr) for s in strategies]
+    if torch_modes:
+        from autobatch.bench import torch_baselines as tb
+        systems += [tb.System(task, m, hidden, seed, meta, lr) for m in torch_modes]
+    flop_model = systems[0].task if strategies else tasks.make(task, hidden, seed, meta)
+    rec = {s.name: {"seconds": [], "split": [], "info": [], "loss": None} for s in systems}
+    lower_bounds = []
+    for k, batch in enumerate(batches):
+        for s in systems:
+            if progress:
+                progress.show(f"{task} h={hidden} B={batch_size}: "
+                              f"{'warm-up' if k == 0 else f'step {k}/{steps}'} {s.name}")
+            t0 = time.perf_counter()
+            out = s.step(batch)
+            sec = time.perf_counter() - t0
+            r = rec[s.name]
+            if k == 0:
+                r["loss"] = out[0]
+                continue
+            r["seconds"].append(sec)
+            r["split"].append(out[1])
+            if len(out) > 2:
+                r["info"].append(out[2])
+            if isinstance(s, AutobatchSystem) and len(lower_bounds) < k:
+                lower_bounds.append(dy.cg().batch_lower_bound()[0])
+    flops = [sum(flop_model.flops(i) for i in b) for b in batches[1:]]
+    rss = maxrss_mb()
+    rows = []
+    for s in systems:
+        r = rec[s.name]
+        med = statistics.median(r["seconds"])
+        row = {
+            "task": task, "system": s.name, "batch_size": batch_size, "hidden": hidden,
+            "steps": steps, "first_loss": r["loss"],
+            "instances_per_s": batch_size / med, "median_step_s": med,
+            "split_s": {key: statistics.median(sp.get(key, 0.0) for sp in r["split"])
+                        for key in ("build", "schedule", "forward", "backward", "update")},
+            "useful_gflop_per_step": statistics.mean(flops) / 1e9,
+            "useful_gflops": statistics.median(f / t for f, t in zip(flops, r["seconds"])) / 1e9,
+            "maxrss_mb_after_task": rss,
+        }
+        if r["info"]:
+            info = r["info"]
+            row.update({
+                "nodes_per_step": statistics.mean(i["nodes"] for i in info),
+                "batches_per_step": statistics.mean(i["batches"] for i in info),
+                "lower_bound_per_step": statistics.mean(lower_bounds),
+                "batches_over_lower_bound": statistics.mean(
+                    i["batches"] / lb for i, lb in zip(info, lower_bounds)),
+                "unbatched_nodes_per_step": statistics.mean(i["unbatched_nodes"] for i in info),
+                # memory of one step's graph: values plus its backward's gradients
+                "graph_mb": max(i["arena_bytes"] for i in info) / 2 ** 20,
+            })
+        rows.append(row)
+    for base in ("torch-batched", "torch-eager"):
+        ref = next((r for r in rows if r["system"] == base), None)
+        if ref:
+            for r in rows:
+                r["vs_" + base] = r["instances_per_s"] / ref["instances_per_s"]
+    return rows
+
+
+def run(task_names, strategies, batch_sizes, hiddens, steps, torch_modes, seed=0, lr=0.1,
+        progress=None):
+    rows = []
+    for hidden in hiddens:
+        for bs in batch_sizes:
+            for t in task_names:
+                rows += run_task(t, strategies, bs, hidden, steps, torch_modes, seed, lr, progress)
+                if progress:
+                    progress.show(f"{t} h={hidden} B={bs}: done", final=True)
+    return rows
+
+
+# -------------------------------------------------------------------- output --
+
+def table(rows, sgemm, out=sys.stdout):
+    cols = ("task", "system", "B", "inst/s", "/torch-b", "/torch-e", "nodes", "batches",
+            "b/LB", "build", "sched", "fwd", "bwd", "upd", "GF/s", "%sgemm", "graphMB", "rssMB")
+    fmt = "{:<11s} {:<13s} {:>4s} {:>9s} {:>8s} {:>8s} {:>7s} {:>7s} {:>5s} " \
+          "{:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>11s} {:>6s}"
+    print(fmt.format(*cols), file=out)
+
+    def f(v, spec):
+        return "-" if v is None else format(v, spec)
+    for r in rows:
+        sp = r["split_s"]
+        print(fmt.format(
+            r["task"], r["system"], str(r["batch_size"]), f(r["instances_per_s"], ".1f"),
+            f(r.get("vs_torch-batched"), ".2f"), f(r.get("vs_torch-eager"), ".2f"),
+            f(r.get("nodes_per_step"), ".0f"), f(r.get("batches_per_step"), ".0f"),
+            f(r.get("batches_over_lower_bound"), ".2f"),
+            *(f(sp[k] * 1e3, ".1f") for k in ("build", "schedule", "forward", "backward", "update")),
+            f(r["useful_gflops"], ".1f"), f(100 * r["useful_gflops"] / sgemm, ".0f"),
+            f(r.get("graph_mb"), ".1f"), f(r["maxrss_mb_after_task"], ".0f")), file=out)
+    print("times in ms per step (medians); torch folds graph building into fwd; "
+          "b/LB = batches / lower bound; %sgemm = useful matmul FLOP rate / single-thread "
+          f"sgemm rate ({sgemm:.1f} GFLOP/s); graphMB = one step's values + gradients in the "
+          "engine's arenas; rssMB = ru_maxrss of the "
+          "process after the task (cumulative, includes torch)", file=out)
+
+
+def machine():
+    model = "?"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": model, "logical_cpus": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform()}
+
+
+def parse_list(s, allowed=None, what="value"):
+    if s == "all" and allowed is not None:
+        return list(allowed)
+    items = [x.strip() for x in s.split(",") if x.strip()]
+    if allowed is not None:
+        bad = [x for x in items if x not in allowed]
+        if bad:
+            raise SystemExit(f"unknown {what}: {', '.join(bad)} (choose from {', '.join(allowed)})")
+    return items
+
+
+def import_plugin(spec):
+    """Import a module by name or a Python file by path (for strategies it registers)."""
+    import importlib
+    import importlib.util
+    if spec.endswith(".py") or os.path.sep in spec:
+        name = "autobatch_bench_plugin_" + os.path.splitext(os.path.basename(spec))[0]
+        mod_spec = importlib.util.spec_from_file_location(name, spec)
+        if mod_spec is None:
+            raise SystemExit(f"--import: cannot load {spec}")
+        mod = importlib.util.module_from_spec(mod_spec)
+        sys.modules[name] = mod
+        mod_spec.loader.exec_module(mod)
+        return mod
+    return importlib.import_module(spec)
+
+
+def main(argv=None, native_blas=False):
+    ap = argparse.ArgumentParser(prog="python -m autobatch.bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--task", default="all", help="all or a comma list of " + ",".join(tasks.TASKS))
+    ap.add_argument("--strategy", default="all", help="all (every registered strategy) or a comma list")
+    ap.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE_OR_FILE",
+                    help="import this module (or .py file) first, e.g. one that registers a strategy "
+                         "with autobatch.register_strategy; repeatable")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--batch-sizes", help="comma list, e.g. 1,4,16,64,256 (scaling run; overrides --batch-size)")
+    ap.add_argument("--hidden", default="256", help="hidden/embedding size, or a comma list (e.g. 64,256,1024)")
+    ap.add_argument("--steps", type=int, default=5, help="timed minibatches after one warm-up")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--plot", help="write a plot here (needs matplotlib)")
+    ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baselines")
+    ap.add_argument("--torch", default="eager,batched", help="which PyTorch baselines (eager,batched)")
+    ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ap.add_argument("--native-blas", action="store_true",
+                    help="unset OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (handled at re-exec)")
+    a = ap.parse_args(argv)
+    native_blas = native_blas or a.native_blas
+    if a.steps < 1:
+        ap.error("--steps must be at least 1")
+
+    for spec in a.imports:
+        import_plugin(spec)
+    task_names = parse_list(a.task, tasks.TASKS, "task")
+    strategies = parse_list(a.strategy, list(dy.available_strategies()), "strategy")
+    batch_sizes = [int(x) for x in parse_list(a.batch_sizes)] if a.batch_sizes else [a.batch_size]
+    hiddens = [int(x) for x in parse_list(a.hidden)]
+    torch_modes = [] if a.no_torch else parse_list(a.torch, TORCH_MODES, "torch baseline")
+    if torch_modes:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            print("PyTorch is not installed: no baselines (pip install 'autobatch[bench]')", file=sys.stderr)
+            torch_modes = []
+    if torch_modes:
+        from autobatch.bench import torch_baselines  # noqa: F401  (sets torch to one thread)
+    import scipy.linalg.blas  # noqa: F401  (load the engine's BLAS before describing it)
+
+    sgemm = sgemm_gflops()
+    meta = {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": "python -m autobatch.bench " + " ".join(
+            (["--native-blas"] if native_blas and not a.native_blas else []) +
+            list(sys.argv[1:] if argv is None else argv)),
+        "machine": machine(), "blas": blas.describe(), "native_blas": native_blas,
+        "threadpoolctl": blas.threadpool_kernels(),
+        "blas_threads_env": {v: os.environ.get(v) for v in blas.THREAD_VARS},
+        "sgemm_gflops_1thread": sgemm,
+    }
+    if torch_modes:
+        import torch
+        meta["torch"] = {"version": torch.__version__, "threads": torch.get_num_threads()}
+    print(f"machine: {meta['machine']['cpu']}, {meta['machine']['logical_cpus']} logical CPUs")
+    print(f"BLAS: {meta['blas']}")
+    print(f"single-thread sgemm (2048^3): {sgemm:.1f} GFLOP/s")
+    sys.stdout.flush()
+
+    progress = Progress(quiet=a.quiet)
+    rows = run(task_names, strategies, batch_sizes, hiddens, a.steps, torch_modes, a.seed, a.lr,
+               progress)
+    table(rows, sgemm)
+    meta["rows"] = rows
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(meta, fh, indent=1)
+        print(f"wrote {a.json}")
+    if a.plot:
+        from autobatch.bench import plot
+        plot.plot(rows, a.plot)
+        print(f"wrote {a.plot}")
+    return meta
+
+
+if __name__ == "__main__":
+    main()

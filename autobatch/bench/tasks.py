@@ -1,0 +1,207 @@
+"""The five benchmark tasks as per-instance autobatch code, written as a user would.
+
+Each task owns a ParameterCollection and has ``loss(instance)`` returning one
+Expression per instance; the runner sums them, runs forward, backward and the
+trainer update. ``flops(instance)`` counts the useful matrix-multiply FLOPs of a
+training step on that instance: 2*rows*cols per matrix-vector product forward, and
+three times that for forward + the two backward products (dx, dW).
+"""
+import autobatch as dy
+from autobatch.bench import data as D
+
+TASKS = ("tagger", "tagger-char", "treelstm", "parser", "lm")
+
+
+def mv(rows, cols):
+    """Forward + backward FLOPs of one matrix-vector product."""
+    return 3 * 2 * rows * cols
+
+
+def lstm_flops(n, in_dim, hid):
+    """A one-layer LSTM over n inputs (the first step has no recurrent product)."""
+    return n * mv(4 * hid, in_dim) + max(n - 1, 0) * mv(4 * hid, hid) if n else 0
+
+
+class Task:
+    name = None
+
+    def __init__(self, hidden=256, seed=0, meta=None):
+        self.H = hidden
+        self.pc = dy.ParameterCollection(seed=seed)
+        self.meta = meta
+        self.build()
+
+    def build(self):
+        raise NotImplementedError
+
+    def loss(self, inst):
+        raise NotImplementedError
+
+    def flops(self, inst):
+        raise NotImplementedError
+
+
+class Tagger(Task):
+    """Word lookup -> forward and backward LSTM -> tanh(W[f;b]+b) -> 5-way softmax."""
+    name = "tagger"
+    vocab = 20000
+
+    def build(self):
+        H, pc = self.H, self.pc
+        self.E = pc.add_lookup_parameters((self.vocab, H))
+        self.fwd = dy.VanillaLSTMBuilder(1, H, H, pc)
+        self.bwd = dy.VanillaLSTMBuilder(1, H, H, pc)
+        self.W = pc.add_parameters((H, 2 * H))
+        self.b = pc.add_parameters(H, init=0.0)
+        self.O = pc.add_parameters((D.N_TAGS, H))
+        self.bo = pc.add_parameters(D.N_TAGS, init=0.0)
+
+    def embed(self, w):
+        return self.E[w]
+
+    def loss(self, inst):
+        words, tags = inst
+        xs = [self.embed(w) for w in words]
+        fs = self.fwd.initial_state().transduce(xs)
+        bs = self.bwd.initial_state().transduce(xs[::-1])[::-1]
+        losses = []
+        for f, b, t in zip(fs, bs, tags):
+            h = dy.tanh(dy.affine_transform([self.b, self.W, dy.concatenate([f, b])]))
+            losses.append(dy.pickneglogsoftmax(dy.affine_transform([self.bo, self.O, h]), t))
+        return dy.esum(losses)
+
+    def flops(self, inst):
+        n, H = len(inst[0]), self.H
+        return 2 * lstm_flops(n, H, H) + n * (mv(H, 2 * H) + mv(D.N_TAGS, H))
+
+
+class TaggerChar(Tagger):
+    """As the tagger; a word seen fewer than 5 times in the corpus is represented by a
+    character BiLSTM (char dim 64, hidden H/2 each way, so its output has the word
+    vector's size)."""
+    name = "tagger-char"
+    char_dim = 64
+
+    def build(self):
+        super().build()
+        C = self.H // 2
+        self.CE = self.pc.add_lookup_parameters((D.N_CHARS, self.char_dim))
+        self.cfwd = dy.VanillaLSTMBuilder(1, self.char_dim, C, self.pc)
+        self.cbwd = dy.VanillaLSTMBuilder(1, self.char_dim, C, self.pc)
+
+    def embed(self, w):
+        if not self.meta.rare[w]:
+            return self.E[w]
+        cs = [self.CE[c] for c in self.meta.spelling[w]]
+        f = self.cfwd.initial_state().transduce(cs)[-1]
+        b = self.cbwd.initial_state().transduce(cs[::-1])[-1]
+        return dy.concatenate([f, b])
+
+    def flops(self, inst):
+        total = super().flops(inst)
+        C = self.H // 2
+        for w in inst[0]:
+            if self.meta.rare[w]:
+                total += 2 * lstm_flops(len(self.meta.spelling[w]), self.char_dim, C)
+        return total
+
+
+class TreeLSTM(Task):
+    """Binary Tree-LSTM over a bracketed sentence, 5-way softmax loss at the root."""
+    name = "treelstm"
+    vocab = 20000
+
+    def build(self):
+        H, pc = self.H, self.pc
+        self.E = pc.add_lookup_parameters((self.vocab, H))
+        self.tree = dy.TreeLSTMBuilder(H, H, pc)
+        self.O = pc.add_parameters((D.N_TAGS, H))
+        self.bo = pc.add_parameters(D.N_TAGS, init=0.0)
+
+    def encode(self, t):
+        if isinstance(t, tuple):
+            return self.tree.compose(self.encode(t[0]), self.encode(t[1]))
+        return self.tree.leaf(self.E[t])
+
+    def loss(self, inst):
+        tree, label = inst
+        root = self.encode(tree)
+        return dy.pickneglogsoftmax(dy.affine_transform([self.bo, self.O, root.h]), label)
+
+    def flops(self, inst):
+        n, H = count_leaves(inst[0]), self.H
+        return n * mv(3 * H, H) + (n - 1) * mv(5 * H, 2 * H) + mv(D.N_TAGS, H)
+
+
+def count_leaves(t):
+    return count_leaves(t[0]) + count_leaves(t[1]) if isinstance(t, tuple) else 1
+
+
+class Parser(Task):
+    """Arc-standard parser trained on the static oracle: BiLSTM over the words; for
+    each oracle step relu(W [h(s1); h(s0); h(b0)] + b) -> 3-way softmax. A learned
+    pad vector stands for a missing position, a learned root vector for ROOT."""
+    name = "parser"
+    vocab = 20000
+
+    def build(self):
+        H, pc = self.H, self.pc
+        self.E = pc.add_lookup_parameters((self.vocab, H))
+        self.fwd = dy.VanillaLSTMBuilder(1, H, H, pc)
+        self.bwd = dy.VanillaLSTMBuilder(1, H, H, pc)
+        self.pad = pc.add_parameters(2 * H)
+        self.root = pc.add_parameters(2 * H)
+        self.W = pc.add_parameters((H, 6 * H))
+        self.b = pc.add_parameters(H, init=0.0)
+        self.O = pc.add_parameters((D.N_ACTIONS, H))
+        self.bo = pc.add_parameters(D.N_ACTIONS, init=0.0)
+
+    def loss(self, inst):
+        words, oracle = inst
+        xs = [self.E[w] for w in words]
+        fs = self.fwd.initial_state().transduce(xs)
+        bs = self.bwd.initial_state().transduce(xs[::-1])[::-1]
+        pad, root = dy.parameter(self.pad), dy.parameter(self.root)
+        # position -1 = missing, 0 = ROOT, i = word i
+        hs = [root] + [dy.concatenate([f, b]) for f, b in zip(fs, bs)]
+        losses = []
+        for action, s1, s0, b0 in oracle:
+            feats = dy.concatenate([hs[i] if i >= 0 else pad for i in (s1, s0, b0)])
+            h = dy.rectify(dy.affine_transform([self.b, self.W, feats]))
+            losses.append(dy.pickneglogsoftmax(dy.affine_transform([self.bo, self.O, h]), action))
+        return dy.esum(losses)
+
+    def flops(self, inst):
+        n, H = len(inst[0]), self.H
+        return 2 * lstm_flops(n, H, H) + 2 * n * (mv(H, 6 * H) + mv(D.N_ACTIONS, H))
+
+
+class LM(Task):
+    """LSTM language model: reads <s> w1..w(n-1), 10,000-way softmax loss at every
+    position."""
+    name = "lm"
+    vocab = 10000
+
+    def build(self):
+        H, pc = self.H, self.pc
+        self.E = pc.add_lookup_parameters((self.vocab, H))
+        self.rnn = dy.VanillaLSTMBuilder(1, H, H, pc)
+        self.O = pc.add_parameters((self.vocab, H))
+        self.bo = pc.add_parameters(self.vocab, init=0.0)
+
+    def loss(self, inst):
+        xs = [self.E[w] for w in (D.BOS,) + inst[:-1]]
+        hs = self.rnn.initial_state().transduce(xs)
+        return dy.esum([dy.pickneglogsoftmax(dy.affine_transform([self.bo, self.O, h]), w)
+                        for h, w in zip(hs, inst)])
+
+    def flops(self, inst):
+        n, H = len(inst), self.H
+        return lstm_flops(n, H, H) + n * mv(self.vocab, H)
+
+
+CLASSES = {c.name: c for c in (Tagger, TaggerChar, TreeLSTM, Parser, LM)}
+
+
+def make(task, hidden=256, seed=0, meta=None):
+    return CLASSES[task](hidden, seed, meta)
