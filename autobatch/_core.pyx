@@ -408,7 +408,20 @@ cdef class ComputationGraph:
                     self.mark[y] = st
                     self.needed[count] = y
                     count += 1
-        qsort(self.needed, count, sizeof(int32_t), cmp_int32)
+        # id order (a topological order): scan the id range when the needed nodes fill
+        # much of it (a whole-graph forward), else sort the few (a parser's step)
+        cdef int32_t lo = target, i
+        for head in range(count):
+            if self.needed[head] < lo:
+                lo = self.needed[head]
+        if target - lo + 1 <= 8 * count:
+            head = 0
+            for i in range(lo, target + 1):
+                if self.mark[i] == st and not (self.nodes[i].flags & F_DONE):
+                    self.needed[head] = i
+                    head += 1
+        else:
+            qsort(self.needed, count, sizeof(int32_t), cmp_int32)
         return count
 
     cdef int prepare_schedule(self, int64_t count) except -1:
