@@ -5,7 +5,10 @@ from setuptools import Extension, setup
 MOD_NAMES = ["autobatch._kernels", "autobatch._core"]
 
 extensions = [
-    Extension(name, [name.replace(".", "/") + ".pyx"], extra_compile_args=["-O3"])
+    # -fno-trapping-math: nothing here enables floating-point traps, and without it
+    # GCC will not turn the selects of the elementwise kernels into vector blends
+    Extension(name, [name.replace(".", "/") + ".pyx"], include_dirs=["autobatch"],
+              extra_compile_args=["-O3", "-fno-trapping-math"])
     for name in MOD_NAMES
 ]
 

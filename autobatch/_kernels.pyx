@@ -316,28 +316,9 @@ cdef void identity_bwd(Batch* b) noexcept nogil:
 # Specialised kernels for the ops that dominate RNN-style graphs: plain loops the
 # compiler can vectorise, instead of a function-pointer call per element.
 
-cdef inline float fast_tanh(float x) noexcept nogil:
-    """Rational approximation (as in Eigen, hence DyNet); max error 3.7e-7.
-
-    Branch-free (selects compile to blends) so that loops over it vectorise. Below
-    |x| = 4e-4, tanh(x) = x to float precision; the polynomial is then evaluated at a
-    harmless point instead, because tiny x would make denormal intermediates, which
-    cost a hundred cycles each."""
-    cdef float c = 7.99881172180175781
-    cdef float small = fabsf(x) < <float>0.0004
-    cdef float xe = 0.5 if small else (c if x > c else (-c if x < -c else x))
-    cdef float x2 = xe * xe
-    cdef float p = x2 * <float>-2.76076847742355e-16 + <float>2.00018790482477e-13
-    p = x2 * p + <float>-8.60467152213735e-11
-    p = x2 * p + <float>5.12229709037114e-08
-    p = x2 * p + <float>1.48572235717979e-05
-    p = x2 * p + <float>6.37261928875436e-04
-    p = x2 * p + <float>4.89352455891786e-03
-    p = xe * p
-    cdef float q = x2 * <float>1.19825839466702e-06 + <float>1.18534705686654e-04
-    q = x2 * q + <float>2.26843463243900e-03
-    q = x2 * q + <float>4.89352518554385e-03
-    return x if small else p / q
+cdef extern from "_fastmath.h" nogil:
+    float fast_tanh "ab_fast_tanh" (float x)
+    float fast_logistic "ab_fast_logistic" (float x)
 
 cdef void tanh_fwd(Batch* b) noexcept nogil:
     cdef int m = NODE(b, 0).size, j, i
@@ -1164,10 +1145,6 @@ cdef void hinge_bwd(Batch* b) noexcept nogil:
 # Gates are laid out in blocks of h: [i, f_1 .. f_k, o, g]. One node each for the gate
 # activations, the cell update and the hidden output replaces about a dozen
 # elementwise nodes per step (LSTM: k = 1; binary Tree-LSTM: k = 2; its leaves: k = 0).
-
-cdef inline float fast_logistic(float x) noexcept nogil:
-    # absolute error < 2e-7: fine for gates (the logistic op itself stays exact in the tails)
-    return 0.5 + 0.5 * fast_tanh(0.5 * x)
 
 cdef void lstm_gates_fwd(Batch* b) noexcept nogil:
     # logistic on every block but the last (forget blocks get + fa), tanh on the last
