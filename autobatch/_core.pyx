@@ -666,6 +666,7 @@ cdef class ComputationGraph:
         b.arena = &self.arena
         b.scratch = &self.garena
         b.rng = &self.rng
+        b.defer = NULL
         with nogil:
             OPS[n0.op].fwd(&b)
         for j in range(n):
@@ -762,9 +763,22 @@ cdef class ComputationGraph:
             if self.batch_n[bi] > most:
                 most = self.batch_n[bi]
         cdef int32_t* sub = <int32_t*>malloc(most * sizeof(int32_t))
-        if sub == NULL:
+        # room for one postponed weight gradient per product term
+        cdef WeightGrads defer
+        defer.n = 0
+        defer.cap = 0
+        for bi in range(self.n_batches):
+            if run[bi]:
+                defer.cap += max(1, self.nodes[self.batch_ids[self.batch_at[bi]]].nargs // 2)
+        defer.items = <WeightGrad*>malloc((defer.cap + 1) * sizeof(WeightGrad))
+        if sub == NULL or defer.items == NULL:
+            free(sub)
+            free(defer.items)
             free(run)
             raise MemoryError()
+        # postponing weight gradients batches them across nodes: not for 'none', the
+        # unbatched reference
+        b.defer = NULL if self.strategy_id == S_NONE else &defer
         cdef int32_t nsub
         with nogil:
             for bi in range(self.n_batches - 1, -1, -1):
@@ -785,6 +799,8 @@ cdef class ComputationGraph:
                     b.n = nsub
                     b.block = NULL
                 OPS[self.nodes[ids[0]].op].bwd(&b)
+            flush_weight_grads(&defer, &self.garena)
+        free(defer.items)
         free(sub)
         free(run)
         self.t_backward += now() - t0

@@ -84,6 +84,18 @@ cdef double rng_uniform(Rng* r) noexcept nogil
 cdef double rng_normal(Rng* r) noexcept nogil
 cdef void rng_seed(Rng* r, uint64_t seed) noexcept nogil
 
+# dW += dY X^T for a parameter W, postponed to the end of backward so that all the
+# terms of one weight (e.g. every time step of an RNN) become one large gemm
+ctypedef struct WeightGrad:
+    float* dW           # the parameter's gradient, r x k
+    float* dY           # r x m
+    float* X            # k x m
+    int r, k, m
+
+ctypedef struct WeightGrads:
+    WeightGrad* items
+    int n, cap
+
 # everything a kernel may touch for one batch
 ctypedef struct Batch:
     Node* nodes         # the graph's node array
@@ -96,6 +108,7 @@ ctypedef struct Batch:
     Arena* arena        # forward: aux memory that survives until renew_cg
     Arena* scratch      # backward: temporary memory
     Rng* rng
+    WeightGrads* defer  # backward: where parameter weight gradients are postponed
 
 ctypedef void (*KernelFn)(Batch* b) noexcept nogil
 ctypedef float (*Unary)(float x, float a) noexcept nogil
@@ -116,3 +129,4 @@ ctypedef struct OpDef:
 
 cdef const OpDef* op_table() noexcept nogil
 cdef bint batch_arg_needs_grad(Batch* b, int a) noexcept nogil
+cdef void flush_weight_grads(WeightGrads* d, Arena* scratch) noexcept nogil

@@ -7,7 +7,7 @@ accumulates (+=) into the gradients of the arguments. Layout is DyNet's: a value
 shape (d0, d1) is column-major, and the `bs` batch elements follow each other.
 """
 from libc.math cimport expf, logf, sqrtf, fabsf, powf, log, sqrt, cos, M_PI
-from libc.stdlib cimport malloc, free, abort, realloc
+from libc.stdlib cimport malloc, free, abort, realloc, qsort
 from libc.string cimport memcpy, memset
 from libc.stdio cimport fprintf, stderr
 from scipy.linalg.cython_blas cimport sgemm, sgemv, sger
@@ -769,7 +769,12 @@ cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
         if w.flags & F_NEEDS_GRAD:
             if X == NULL:
                 X = gather_arg(b, x_arg, b.scratch)
-            gemm(b'N', b'T', r, k, M, 1.0, dY, r, X, k, 1.0, w.grad, r)
+            if w.op == OP_PARAM and b.defer != NULL and b.defer.n < b.defer.cap and \
+                    (r * k >= DEFER_MIN_WEIGHT or M <= DEFER_MAX_COLUMNS):
+                b.defer.items[b.defer.n] = WeightGrad(w.grad, dY, X, r, k, M)
+                b.defer.n += 1
+            else:
+                gemm(b'N', b'T', r, k, M, 1.0, dY, r, X, k, 1.0, w.grad, r)
         if batch_arg_needs_grad(b, x_arg):
             if grads_consecutive(b, x_arg):
                 gemm(b'T', b'N', k, M, r, 1.0, w.val, r, dY, r, 1.0, x0.grad, k)
@@ -790,6 +795,46 @@ cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
             if xj.flags & F_NEEDS_GRAD:
                 gemm(b'T', b'N', k, c, r, 1.0, wj.val + (0 if wj.bs == 1 else e * r * k), r,
                      dy + e * r * c, r, 1.0, xj.grad + (0 if xj.bs == 1 else e * k * c), k)
+
+# Postponing pays when a term would stream a dW that does not stay in cache (every
+# call reads and writes all of it), or when a term has so few columns that packing
+# dominates; a small dW updated by wide terms stays in L2, and stacking only copies.
+cdef int DEFER_MIN_WEIGHT = 131072      # elements of dW (512 KB)
+cdef int DEFER_MAX_COLUMNS = 16
+
+cdef int cmp_weight_grad(const void* a, const void* b) noexcept nogil:
+    cdef float* x = (<WeightGrad*>a).dW
+    cdef float* y = (<WeightGrad*>b).dW
+    return -1 if x < y else (1 if x > y else 0)
+
+cdef void flush_weight_grads(WeightGrads* d, Arena* scratch) noexcept nogil:
+    """Apply the postponed dW += dY X^T: per weight, the terms' columns are stacked
+    (column-major blocks simply follow each other) and summed by one gemm."""
+    qsort(d.items, d.n, sizeof(WeightGrad), cmp_weight_grad)
+    cdef int i = 0, j, e, total, at
+    cdef WeightGrad* w
+    cdef float* dY
+    cdef float* X
+    while i < d.n:
+        w = &d.items[i]
+        j = i + 1
+        total = w.m
+        while j < d.n and d.items[j].dW == w.dW:
+            total += d.items[j].m
+            j += 1
+        if j == i + 1:
+            gemm(b'N', b'T', w.r, w.k, w.m, 1.0, w.dY, w.r, w.X, w.k, 1.0, w.dW, w.r)
+        else:
+            dY = arena_alloc(scratch, <size_t>w.r * total)
+            X = arena_alloc(scratch, <size_t>w.k * total)
+            at = 0
+            for e in range(i, j):
+                memcpy(dY + <size_t>at * w.r, d.items[e].dY, <size_t>d.items[e].m * w.r * sizeof(float))
+                memcpy(X + <size_t>at * w.k, d.items[e].X, <size_t>d.items[e].m * w.k * sizeof(float))
+                at += d.items[e].m
+            gemm(b'N', b'T', w.r, w.k, total, 1.0, dY, w.r, X, w.k, 1.0, w.dW, w.r)
+        i = j
+    d.n = 0
 
 cdef void matmul_fwd(Batch* b) noexcept nogil:
     product_fwd(b, 0, 1, 0.0, True)
