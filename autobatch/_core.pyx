@@ -74,7 +74,7 @@ cdef inline int64_t float_bits(float f) noexcept nogil:
 
 # strategy ids of the built-in (Cython) strategies; anything else is a Python object
 cdef enum:
-    S_NONE, S_DEPTH, S_AGENDA, S_PYTHON
+    S_NONE, S_DEPTH, S_AGENDA, S_CRITICAL, S_PYTHON
 
 
 cdef class ComputationGraph:
@@ -114,6 +114,7 @@ cdef class ComputationGraph:
     # scheduler work arrays (sized like the nodes / signatures)
     cdef int32_t* mark
     cdef int32_t* depth
+    cdef int32_t* height               # longest path to a node nobody needed consumes
     cdef int32_t* indeg
     cdef int32_t* loc
     cdef int64_t cap_work
@@ -126,6 +127,7 @@ cdef class ComputationGraph:
     cdef int32_t* rd_at                 # per signature: ready nodes rd[rd_at : rd_at + rd_n]
     cdef int32_t* rd_n
     cdef double* sig_avg_depth          # per signature: mean depth of its pending nodes
+    cdef double* sig_avg_height         # ... and mean height
     cdef int32_t* rd
     cdef int32_t* active                # signatures with ready nodes
     cdef int32_t* active_pos
@@ -156,9 +158,9 @@ cdef class ComputationGraph:
         free(self.sig_keys); free(self.sig_key_at); free(self.sig_key_len); free(self.sig_hash)
         free(self.sig_count); free(self.sig_first); free(self.table)
         free(self.batch_ids); free(self.batch_at); free(self.batch_n); free(self.batch_block)
-        free(self.mark); free(self.depth); free(self.indeg); free(self.loc)
+        free(self.mark); free(self.depth); free(self.height); free(self.indeg); free(self.loc)
         free(self.cons_at); free(self.cons); free(self.needed); free(self.picked)
-        free(self.rd_at); free(self.rd_n); free(self.sig_avg_depth); free(self.rd)
+        free(self.rd_at); free(self.rd_n); free(self.sig_avg_depth); free(self.sig_avg_height); free(self.rd)
         free(self.active); free(self.active_pos)
 
     cdef void _reset_tables(self):
@@ -377,9 +379,10 @@ cdef class ComputationGraph:
         cap = self.n_nodes * 2
         self.mark = <int32_t*>realloc(self.mark, cap * sizeof(int32_t))
         self.depth = <int32_t*>realloc(self.depth, cap * sizeof(int32_t))
+        self.height = <int32_t*>realloc(self.height, cap * sizeof(int32_t))
         self.indeg = <int32_t*>realloc(self.indeg, cap * sizeof(int32_t))
         self.loc = <int32_t*>realloc(self.loc, cap * sizeof(int32_t))
-        if self.mark == NULL or self.depth == NULL or self.indeg == NULL or self.loc == NULL:
+        if self.mark == NULL or self.depth == NULL or self.height == NULL or self.indeg == NULL or self.loc == NULL:
             raise MemoryError()
         memset(self.mark + self.cap_work, 0, (cap - self.cap_work) * sizeof(int32_t))
         self.cap_work = cap
@@ -475,19 +478,30 @@ cdef class ComputationGraph:
         self.cons_at[0] = 0
         # per-signature ready lists, sized by the count of needed nodes of that signature
         self._ensure_sigwork(count)
+        # heights, in reverse topological order: 1 + the highest needed consumer
+        for p in range(count - 1, -1, -1):
+            i = self.needed[p]
+            d = 0
+            for q in range(self.cons_at[p], self.cons_at[p + 1]):
+                if self.height[self.cons[q]] + 1 > d:
+                    d = self.height[self.cons[q]] + 1
+            self.height[i] = d
         for s in range(self.n_sigs):
             self.rd_n[s] = 0
             self.sig_avg_depth[s] = 0
+            self.sig_avg_height[s] = 0
         for p in range(count):
             s = self.nodes[self.needed[p]].sig
             self.rd_n[s] += 1
             self.sig_avg_depth[s] += self.depth[self.needed[p]]
+            self.sig_avg_height[s] += self.height[self.needed[p]]
         acc = 0
         for s in range(self.n_sigs):
             self.rd_at[s] = acc
             acc += self.rd_n[s]
             if self.rd_n[s] > 0:
                 self.sig_avg_depth[s] /= self.rd_n[s]
+                self.sig_avg_height[s] /= self.rd_n[s]
             self.rd_n[s] = 0
             self.active_pos[s] = -1
         self.n_active = 0
@@ -500,9 +514,10 @@ cdef class ComputationGraph:
             self.rd_at = <int32_t*>realloc(self.rd_at, cap * sizeof(int32_t))
             self.rd_n = <int32_t*>realloc(self.rd_n, cap * sizeof(int32_t))
             self.sig_avg_depth = <double*>realloc(self.sig_avg_depth, cap * sizeof(double))
+            self.sig_avg_height = <double*>realloc(self.sig_avg_height, cap * sizeof(double))
             self.active = <int32_t*>realloc(self.active, cap * sizeof(int32_t))
             self.active_pos = <int32_t*>realloc(self.active_pos, cap * sizeof(int32_t))
-            if self.rd_at == NULL or self.rd_n == NULL or self.sig_avg_depth == NULL or \
+            if self.rd_at == NULL or self.rd_n == NULL or self.sig_avg_depth == NULL or self.sig_avg_height == NULL or \
                     self.active == NULL or self.active_pos == NULL:
                 raise MemoryError()
             self.cap_sigwork = cap
@@ -568,6 +583,20 @@ cdef class ComputationGraph:
                 if best < 0 or avg < best_avg or (avg == best_avg and s < best):
                     best = s
                     best_avg = avg
+            return self.take(best, 2147483647)
+        if self.strategy_id == S_CRITICAL:
+            # critical path first: the signature whose pending nodes have the longest
+            # way still to go; side branches (an output layer per position) wait
+            # and run together; ties go to the lower average depth
+            for k in range(self.n_active):
+                s = self.active[k]
+                if OPS[self.nodes[self.sig_first[s]].op].kind == UNBATCHED:
+                    return self.take(s, 2147483647)
+                if best < 0 or self.sig_avg_height[s] > best_avg or \
+                        (self.sig_avg_height[s] == best_avg and
+                         self.sig_avg_depth[s] < self.sig_avg_depth[best]):
+                    best = s
+                    best_avg = self.sig_avg_height[s]
             return self.take(best, 2147483647)
         if self.strategy_id == S_DEPTH:
             # TensorFlow Fold: the lowest depth first, one signature at a time
@@ -1017,6 +1046,13 @@ cdef class Frontier:
         self._check(sig)
         return g.sig_avg_depth[sig]
 
+    def average_height(self, int32_t sig):
+        """Mean height (longest path to an output of this forward) of all nodes of this
+        signature still to compute: the critical strategy's priority."""
+        g = self._graph()
+        self._check(sig)
+        return g.sig_avg_height[sig]
+
     def op_name(self, int32_t sig):
         g = self._graph()
         self._check(sig)
@@ -1089,6 +1125,10 @@ def default_strategy():
 
 NONE = register_strategy(BuiltinStrategy(S_NONE, "none", "every node alone, in creation order"))
 DEPTH = register_strategy(BuiltinStrategy(S_DEPTH, "depth", "same depth and signature (TensorFlow Fold)"))
+CRITICAL = register_strategy(BuiltinStrategy(
+    S_CRITICAL, "critical",
+    "all ready nodes of the signature whose pending nodes have the longest path still to "
+    "go (critical path first); branches off the critical path wait and batch together"))
 AGENDA = register_strategy(BuiltinStrategy(
     S_AGENDA, "agenda",
     "all ready nodes of the signature whose pending nodes have the lowest average depth (DyNet)"))

@@ -8,7 +8,7 @@ import pytest
 import autobatch as dy
 from autobatch.bench import data, run, tasks
 
-BUILTIN = ("none", "depth", "agenda")
+BUILTIN = ("none", "depth", "agenda", "critical")
 HIDDEN = 8
 BATCH = 3
 

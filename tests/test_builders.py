@@ -6,7 +6,7 @@ import autobatch as dy
 from autobatch.testing import check_batching_invariance, check_grad
 
 RNNS = [dy.SimpleRNNBuilder, dy.VanillaLSTMBuilder, dy.CoupledLSTMBuilder, dy.GRUBuilder]
-STRATEGIES = ("depth", "agenda")
+STRATEGIES = ("depth", "agenda", "critical")
 LENGTHS = (3, 1, 4, 2)
 
 

@@ -9,7 +9,7 @@ from autobatch.testing import build_program, check_batching_invariance, program_
 
 from test_batching import HalfOfLowest, LargestFirst
 
-STRATEGIES = ["none", "depth", "agenda", LargestFirst.name, HalfOfLowest.name]
+STRATEGIES = ["none", "depth", "agenda", "critical", LargestFirst.name, HalfOfLowest.name]
 LEAF_OPS = {"input", "parameter", "lookup"}
 
 programs = st.builds(
