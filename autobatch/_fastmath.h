@@ -33,4 +33,27 @@ static inline float ab_fast_tanh(float x) {
 static inline float ab_fast_logistic(float x) {
     return 0.5f + 0.5f * ab_fast_tanh(0.5f * x);
 }
+/* exp for x <= 0 (arguments shifted by their maximum: softmax, log-sum-exp). Cody-Waite
+ * range reduction and Cephes' polynomial, max relative error about 2 ulp. Below -87.3
+ * it returns 2^-126 (the smallest normal float) instead of a slow denormal or 0. */
+static inline float ab_exp_nonpos(float x) {
+    x = x < -87.3365447505531f ? -87.3365447505531f : x;
+    x = x > 0.0f ? 0.0f : x;
+    float n = x * 1.44269504088896341f;
+    n = (n - 12582912.0f) + 12582912.0f;       /* round to nearest: 1.5 * 2^23 */
+    float r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    const float r2 = r * r;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r2 + r + 1.0f;
+    const int bits = ((int)n + 127) << 23;
+    float scale;
+    __builtin_memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
 #endif

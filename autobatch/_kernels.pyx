@@ -319,6 +319,7 @@ cdef void identity_bwd(Batch* b) noexcept nogil:
 cdef extern from "_fastmath.h" nogil:
     float fast_tanh "ab_fast_tanh" (float x)
     float fast_logistic "ab_fast_logistic" (float x)
+    float exp_nonpos "ab_exp_nonpos" (float x)
 
 cdef void tanh_fwd(Batch* b) noexcept nogil:
     cdef int m = NODE(b, 0).size, j, i
@@ -628,7 +629,7 @@ cdef void logsumexp_fwd(Batch* b) noexcept nogil:
                     mx = ARG(b, j, a).val[i]
             s = 0
             for a in range(nargs):
-                s += expf(ARG(b, j, a).val[i] - mx)
+                s += exp_nonpos(ARG(b, j, a).val[i] - mx)
             y[i] = mx + logf(s)
 
 cdef void logsumexp_bwd(Batch* b) noexcept nogil:
@@ -645,7 +646,7 @@ cdef void logsumexp_bwd(Batch* b) noexcept nogil:
             x = ARG(b, j, a)
             if x.flags & F_NEEDS_GRAD:
                 for i in range(m):
-                    x.grad[i] += expf(x.val[i] - y[i]) * dy[i]
+                    x.grad[i] += exp_nonpos(x.val[i] - y[i]) * dy[i]
 
 cdef void concat_fwd(Batch* b) noexcept nogil:
     # along rows (ia == 0) or columns (ia == 1); arguments broadcast over the batch
@@ -1066,14 +1067,18 @@ cdef void softmax_fwd(Batch* b) noexcept nogil:
             for i in range(1, r):
                 if x[i] > mx:
                     mx = x[i]
+            # exponentials first (a loop that vectorises), then the sum
+            for i in range(r):
+                y[i] = exp_nonpos(x[i] - mx)
             s = 0
             for i in range(r):
-                s += expf(x[i] - mx)
-            for i in range(r):
-                if logp:
+                s += y[i]
+            if logp:
+                for i in range(r):
                     y[i] = x[i] - mx - <float>log(s)
-                else:
-                    y[i] = expf(x[i] - mx) / s
+            else:
+                for i in range(r):
+                    y[i] = y[i] / <float>s
 
 cdef void softmax_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
@@ -1095,7 +1100,7 @@ cdef void softmax_bwd(Batch* b) noexcept nogil:
                 for i in range(r):
                     s += dy[i]
                 for i in range(r):
-                    dx[i] += dy[i] - expf(y[i]) * s
+                    dx[i] += dy[i] - exp_nonpos(y[i]) * <float>s
             else:
                 for i in range(r):
                     s += dy[i] * y[i]
@@ -1122,12 +1127,13 @@ cdef void picknls_fwd(Batch* b) noexcept nogil:
             for i in range(1, r):
                 if xv[i] > mx:
                     mx = xv[i]
+            for i in range(r):
+                p[i] = exp_nonpos(xv[i] - mx)
             s = 0
             for i in range(r):
-                p[i] = expf(xv[i] - mx)
                 s += p[i]
             for i in range(r):
-                p[i] /= s
+                p[i] = p[i] / <float>s
             NODE(b, j).val[k] = mx + <float>log(s) - xv[b.ibuf[NODE(b, j).idata + k]]
 
 cdef void picknls_bwd(Batch* b) noexcept nogil:
