@@ -56,4 +56,37 @@ static inline float ab_exp_nonpos(float x) {
     __builtin_memcpy(&scale, &bits, sizeof scale);
     return p * scale;
 }
+/* Sum and maximum of n floats with eight independent partial results, so that the
+ * loop vectorises and is not one long chain of dependent additions. */
+static inline double ab_sum(const float* x, int n) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            acc[k] += x[i + k];
+    double s = 0;
+    for (int k = 0; k < 8; k++)
+        s += acc[k];
+    for (; i < n; i++)
+        s += x[i];
+    return s;
+}
+
+static inline float ab_max(const float* x, int n) {
+    float m = x[0];
+    int i = 0;
+    if (n >= 8) {
+        float acc[8];
+        for (int k = 0; k < 8; k++)
+            acc[k] = x[k];
+        for (i = 8; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; k++)
+                acc[k] = x[i + k] > acc[k] ? x[i + k] : acc[k];
+        for (int k = 0; k < 8; k++)
+            m = acc[k] > m ? acc[k] : m;
+    }
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
 #endif

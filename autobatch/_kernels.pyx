@@ -320,6 +320,8 @@ cdef extern from "_fastmath.h" nogil:
     float fast_tanh "ab_fast_tanh" (float x)
     float fast_logistic "ab_fast_logistic" (float x)
     float exp_nonpos "ab_exp_nonpos" (float x)
+    double fsum "ab_sum" (const float* x, int n)
+    float fmax_of "ab_max" (const float* x, int n)
 
 cdef void tanh_fwd(Batch* b) noexcept nogil:
     cdef int m = NODE(b, 0).size, j, i
@@ -1063,16 +1065,10 @@ cdef void softmax_fwd(Batch* b) noexcept nogil:
         for c in range(ncol):
             x = ARG(b, j, 0).val + c * r
             y = NODE(b, j).val + c * r
-            mx = x[0]
-            for i in range(1, r):
-                if x[i] > mx:
-                    mx = x[i]
-            # exponentials first (a loop that vectorises), then the sum
+            mx = fmax_of(x, r)
             for i in range(r):
                 y[i] = exp_nonpos(x[i] - mx)
-            s = 0
-            for i in range(r):
-                s += y[i]
+            s = fsum(y, r)
             if logp:
                 for i in range(r):
                     y[i] = x[i] - mx - <float>log(s)
@@ -1123,15 +1119,10 @@ cdef void picknls_fwd(Batch* b) noexcept nogil:
         for k in range(n0.bs):
             xv = x.val + k * xb
             p = NODE(b, j).aux + k * r
-            mx = xv[0]
-            for i in range(1, r):
-                if xv[i] > mx:
-                    mx = xv[i]
+            mx = fmax_of(xv, r)
             for i in range(r):
                 p[i] = exp_nonpos(xv[i] - mx)
-            s = 0
-            for i in range(r):
-                s += p[i]
+            s = fsum(p, r)
             for i in range(r):
                 p[i] = p[i] / <float>s
             NODE(b, j).val[k] = mx + <float>log(s) - xv[b.ibuf[NODE(b, j).idata + k]]
