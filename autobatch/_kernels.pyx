@@ -1307,12 +1307,14 @@ cdef void lstm_hidden_bwd(Batch* b) noexcept nogil:
             o = ARG(b, j, 1).val + k * G + G - 2 * h
             do = ARG(b, j, 1).grad + k * G + G - 2 * h
             dy = NODE(b, j).grad + k * h
-            for i in range(h):
-                t = fast_tanh(c[i])
-                if want_c:
+            # two plain loops (tanh recomputed) vectorise; one with tests inside does not
+            if want_c:
+                for i in range(h):
+                    t = fast_tanh(c[i])
                     dc[i] += o[i] * (1.0 - t * t) * dy[i]
-                if want_g:
-                    do[i] += t * dy[i]
+            if want_g:
+                for i in range(h):
+                    do[i] += fast_tanh(c[i]) * dy[i]
 
 # ------------------------------------------------------------ structure ----
 
