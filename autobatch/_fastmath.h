@@ -28,6 +28,12 @@ static inline float ab_fast_tanh(float x) {
     return small ? x : r;
 }
 
+/* exact logistic, stable in both tails (its outputs feed log losses) */
+static inline float ab_logistic(float x) {
+    const float e = expf(-fabsf(x));
+    return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+
 /* logistic through tanh: absolute error < 2e-7, fine for gates (the logistic op
  * itself uses the exact form, whose tails feed log losses) */
 static inline float ab_fast_logistic(float x) {

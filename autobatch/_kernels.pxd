@@ -111,10 +111,15 @@ ctypedef struct Batch:
     WeightGrads* defer  # backward: where parameter weight gradients are postponed
 
 ctypedef void (*KernelFn)(Batch* b) noexcept nogil
-ctypedef float (*Unary)(float x, float a) noexcept nogil
-ctypedef float (*UnaryGrad)(float x, float y, float a) noexcept nogil
-ctypedef float (*Binary)(float x, float y) noexcept nogil
-ctypedef float (*BinaryGrad)(float x, float y, float z) noexcept nogil
+
+# whole-array loops of the elementwise ops, one line each in _elementwise.h
+cdef extern from "_elementwise.h" nogil:
+    ctypedef void (*ab_unary_fwd)(float* y, const float* x, int n, float a)
+    ctypedef void (*ab_unary_bwd)(float* dx, const float* x, const float* y, const float* dy,
+                                  int n, float a)
+    ctypedef void (*ab_binary_fwd)(float* z, const float* x, int sx, const float* y, int sy, int n)
+    ctypedef void (*ab_binary_bwd)(float* d, int sd, const float* x, int sx, const float* y,
+                                   int sy, const float* z, const float* dz, int n)
 
 ctypedef struct OpDef:
     const char* name
@@ -122,10 +127,10 @@ ctypedef struct OpDef:
     int nargs           # -1: any number >= 1
     KernelFn fwd
     KernelFn bwd
-    Unary f             # unary elementwise ops: y = f(x, fa)
-    UnaryGrad df        # dy/dx given x, y, fa
-    Binary f2           # binary elementwise ops: z = f2(x, y)
-    BinaryGrad dfx, dfy # dz/dx, dz/dy given x, y, z
+    ab_unary_fwd ufwd   # unary elementwise ops: the loops of their _elementwise.h line
+    ab_unary_bwd ubwd
+    ab_binary_fwd bfwd  # binary elementwise ops
+    ab_binary_bwd bbwd_x, bbwd_y
 
 cdef const OpDef* op_table() noexcept nogil
 cdef bint batch_arg_needs_grad(Batch* b, int a) noexcept nogil

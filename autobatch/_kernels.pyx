@@ -6,7 +6,7 @@ writes each node's output into its slice of one contiguous block; backward
 accumulates (+=) into the gradients of the arguments. Layout is DyNet's: a value of
 shape (d0, d1) is column-major, and the `bs` batch elements follow each other.
 """
-from libc.math cimport expf, logf, sqrtf, fabsf, powf, log, sqrt, cos, M_PI
+from libc.math cimport logf, log, sqrt, cos, M_PI
 from libc.stdlib cimport malloc, free, abort, realloc, qsort
 from libc.string cimport memcpy, memset
 from libc.stdio cimport fprintf, stderr
@@ -189,70 +189,90 @@ cdef bint grads_consecutive(Batch* b, int a) noexcept nogil:
             return False
     return True
 
-# ------------------------------------------------- unary elementwise ----
+# ------------------------------------------------- elementwise ops ----
+# The math of every unary and binary elementwise op is one line of _elementwise.h
+# (forward and derivative side by side); these kernels call its whole-array loops.
 
-cdef float f_neg(float x, float a) noexcept nogil: return -x
-cdef float d_neg(float x, float y, float a) noexcept nogil: return -1.0
-cdef float f_elu(float x, float a) noexcept nogil: return x if x > 0 else a * (expf(x) - 1.0)
-cdef float d_elu(float x, float y, float a) noexcept nogil: return 1.0 if x > 0 else y + a
-cdef float SELU_L = 1.0507009873554804934193349852946
-cdef float SELU_A = 1.6732632423543772848170429916717
-cdef float f_selu(float x, float a) noexcept nogil:
-    return SELU_L * (x if x > 0 else SELU_A * (expf(x) - 1.0))
-cdef float d_selu(float x, float y, float a) noexcept nogil:
-    return SELU_L if x > 0 else y + SELU_L * SELU_A
-cdef float f_exp(float x, float a) noexcept nogil: return expf(x)
-cdef float d_exp(float x, float y, float a) noexcept nogil: return y
-cdef float f_log(float x, float a) noexcept nogil: return logf(x)
-cdef float d_log(float x, float y, float a) noexcept nogil: return 1.0 / x
-cdef float f_sqrt(float x, float a) noexcept nogil: return sqrtf(x)
-cdef float d_sqrt(float x, float y, float a) noexcept nogil: return 0.5 / y
-cdef float f_square(float x, float a) noexcept nogil: return x * x
-cdef float d_square(float x, float y, float a) noexcept nogil: return 2.0 * x
-cdef float f_abs(float x, float a) noexcept nogil: return fabsf(x)
-cdef float d_abs(float x, float y, float a) noexcept nogil:
-    return 1.0 if x > 0 else (-1.0 if x < 0 else 0.0)
-cdef float f_add_const(float x, float a) noexcept nogil: return x + a
-cdef float d_one(float x, float y, float a) noexcept nogil: return 1.0
-cdef float f_mul_const(float x, float a) noexcept nogil: return x * a
-cdef float d_const(float x, float y, float a) noexcept nogil: return a
-cdef float f_rsub_const(float x, float a) noexcept nogil: return a - x
-cdef float f_rdiv_const(float x, float a) noexcept nogil: return a / x
-cdef float d_rdiv_const(float x, float y, float a) noexcept nogil: return -y / x
-cdef float f_identity(float x, float a) noexcept nogil: return x
-
+cdef inline float* consecutive_args(Batch* b, int a) noexcept nogil:
+    """Values of argument a of all nodes if they follow each other in memory."""
+    cdef int j, per = ARG(b, 0, a).size
+    cdef float* first = ARG(b, 0, a).val
+    for j in range(1, b.n):
+        if ARG(b, j, a).val != first + j * per:
+            return NULL
+    return first
 
 cdef void unary_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
-    cdef Unary f = OPS[n0.op].f
-    cdef float a = n0.fa
-    cdef int m = n0.size, j, i
-    cdef float* x
-    cdef float* y
+    cdef ab_unary_fwd f = OPS[n0.op].ufwd
+    cdef float* x = consecutive_args(b, 0)
+    cdef int j
+    if x != NULL:                   # one call for the whole batch
+        f(b.block, x, n0.size * b.n, n0.fa)
+        return
     for j in range(b.n):
-        x = ARG(b, j, 0).val
-        y = NODE(b, j).val
-        for i in range(m):
-            y[i] = f(x[i], a)
+        f(NODE(b, j).val, ARG(b, j, 0).val, n0.size, n0.fa)
 
 cdef void unary_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef UnaryGrad df = OPS[n0.op].df
-    cdef float a = n0.fa
-    cdef int m = n0.size, j, i
-    cdef float* x
-    cdef float* dx
-    cdef float* y
-    cdef float* dy
+    cdef ab_unary_bwd f = OPS[n0.op].ubwd
+    cdef int j
     for j in range(b.n):
-        x = ARG(b, j, 0).val
-        dx = ARG(b, j, 0).grad
-        y = NODE(b, j).val
-        dy = NODE(b, j).grad
-        for i in range(m):
-            dx[i] += df(x[i], y[i], a) * dy[i]
+        f(ARG(b, j, 0).grad, ARG(b, j, 0).val, NODE(b, j).val, NODE(b, j).grad, n0.size, n0.fa)
+
+ctypedef struct Strides:
+    int m, bs                 # output elements per batch element, batch size
+    int xi, xb, yi, yb        # argument strides over elements and over the batch
+
+cdef inline Strides binary_strides(Batch* b) noexcept nogil:
+    # an argument with one element is repeated over the elements, one with one batch
+    # element over the batch
+    cdef Strides s
+    cdef Node* z = NODE(b, 0)
+    cdef Node* x = ARG(b, 0, 0)
+    cdef Node* y = ARG(b, 0, 1)
+    s.m = elems(z)
+    s.bs = z.bs
+    s.xi = 0 if elems(x) == 1 else 1
+    s.xb = 0 if x.bs == 1 else elems(x)
+    s.yi = 0 if elems(y) == 1 else 1
+    s.yb = 0 if y.bs == 1 else elems(y)
+    if s.xi == 1 and s.yi == 1 and s.xb == s.m and s.yb == s.m:
+        s.m *= s.bs           # no broadcasting: the batch is one run of elements
+        s.bs = 1
+    return s
+
+cdef void binary_fwd(Batch* b) noexcept nogil:
+    cdef ab_binary_fwd f = OPS[NODE(b, 0).op].bfwd
+    cdef Strides s = binary_strides(b)
+    cdef int j, k
+    for j in range(b.n):
+        for k in range(s.bs):
+            f(NODE(b, j).val + k * s.m, ARG(b, j, 0).val + k * s.xb, s.xi,
+              ARG(b, j, 1).val + k * s.yb, s.yi, s.m)
+
+cdef void binary_bwd(Batch* b) noexcept nogil:
+    cdef int op = NODE(b, 0).op
+    cdef Strides s = binary_strides(b)
+    cdef bint want_x = batch_arg_needs_grad(b, 0)
+    cdef bint want_y = batch_arg_needs_grad(b, 1)
+    cdef int j, k
+    cdef Node* x
+    cdef Node* y
+    cdef Node* z
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        y = ARG(b, j, 1)
+        z = NODE(b, j)
+        for k in range(s.bs):
+            if want_x:
+                OPS[op].bbwd_x(x.grad + k * s.xb, s.xi, x.val + k * s.xb, s.xi, y.val + k * s.yb,
+                               s.yi, z.val + k * s.m, z.grad + k * s.m, s.m)
+            if want_y:
+                OPS[op].bbwd_y(y.grad + k * s.yb, s.yi, x.val + k * s.xb, s.xi, y.val + k * s.yb,
+                               s.yi, z.val + k * s.m, z.grad + k * s.m, s.m)
 
 cdef void no_bwd(Batch* b) noexcept nogil:
     pass
@@ -301,20 +321,9 @@ cdef void noise_fwd(Batch* b) noexcept nogil:
         for i in range(m):
             y[i] = x[i] + sd * rng_normal(b.rng)
 
-cdef void identity_bwd(Batch* b) noexcept nogil:
-    if not batch_arg_needs_grad(b, 0):
-        return
-    cdef int m = NODE(b, 0).size, j, i
-    cdef float* dx
-    cdef float* dy
-    for j in range(b.n):
-        dx = ARG(b, j, 0).grad
-        dy = NODE(b, j).grad
-        for i in range(m):
-            dx[i] += dy[i]
-
-# Specialised kernels for the ops that dominate RNN-style graphs: plain loops the
-# compiler can vectorise, instead of a function-pointer call per element.
+cdef extern from "_elementwise.h" nogil:
+    int ab_find_unary(const char* name, ab_unary_fwd* fwd, ab_unary_bwd* bwd)
+    int ab_find_binary(const char* name, ab_binary_fwd* fwd, ab_binary_bwd* bwd_x, ab_binary_bwd* bwd_y)
 
 cdef extern from "_fastmath.h" nogil:
     float fast_tanh "ab_fast_tanh" (float x)
@@ -322,258 +331,6 @@ cdef extern from "_fastmath.h" nogil:
     float exp_nonpos "ab_exp_nonpos" (float x)
     double fsum "ab_sum" (const float* x, int n)
     float fmax_of "ab_max" (const float* x, int n)
-
-cdef void tanh_fwd(Batch* b) noexcept nogil:
-    cdef int m = NODE(b, 0).size, j, i
-    cdef float* x
-    cdef float* y
-    for j in range(b.n):
-        x = ARG(b, j, 0).val
-        y = NODE(b, j).val
-        for i in range(m):
-            y[i] = fast_tanh(x[i])
-
-cdef void tanh_bwd(Batch* b) noexcept nogil:
-    if not batch_arg_needs_grad(b, 0):
-        return
-    cdef int m = NODE(b, 0).size, j, i
-    cdef float* dx
-    cdef float* y
-    cdef float* dy
-    for j in range(b.n):
-        dx = ARG(b, j, 0).grad
-        y = NODE(b, j).val
-        dy = NODE(b, j).grad
-        for i in range(m):
-            dx[i] += (1.0 - y[i] * y[i]) * dy[i]
-
-cdef inline float stable_logistic(float x) noexcept nogil:
-    # exact in the tails too (probabilities feed log losses)
-    cdef float e = expf(-fabsf(x))
-    return 1.0 / (1.0 + e) if x >= 0 else e / (1.0 + e)
-
-cdef void logistic_fwd(Batch* b) noexcept nogil:
-    cdef int m = NODE(b, 0).size, j, i
-    cdef float* x
-    cdef float* y
-    for j in range(b.n):
-        x = ARG(b, j, 0).val
-        y = NODE(b, j).val
-        for i in range(m):
-            y[i] = stable_logistic(x[i])
-
-cdef void logistic_bwd(Batch* b) noexcept nogil:
-    if not batch_arg_needs_grad(b, 0):
-        return
-    cdef int m = NODE(b, 0).size, j, i
-    cdef float* dx
-    cdef float* y
-    cdef float* dy
-    for j in range(b.n):
-        dx = ARG(b, j, 0).grad
-        y = NODE(b, j).val
-        dy = NODE(b, j).grad
-        for i in range(m):
-            dx[i] += y[i] * (1.0 - y[i]) * dy[i]
-
-cdef void relu_fwd(Batch* b) noexcept nogil:
-    cdef int m = NODE(b, 0).size, j, i
-    cdef float* x
-    cdef float* y
-    for j in range(b.n):
-        x = ARG(b, j, 0).val
-        y = NODE(b, j).val
-        for i in range(m):
-            y[i] = x[i] if x[i] > 0 else 0.0
-
-cdef void relu_bwd(Batch* b) noexcept nogil:
-    if not batch_arg_needs_grad(b, 0):
-        return
-    cdef int m = NODE(b, 0).size, j, i
-    cdef float* dx
-    cdef float* x
-    cdef float* dy
-    for j in range(b.n):
-        dx = ARG(b, j, 0).grad
-        x = ARG(b, j, 0).val
-        dy = NODE(b, j).grad
-        for i in range(m):
-            dx[i] += dy[i] if x[i] > 0 else 0.0
-
-# ------------------------------------------------ binary elementwise ----
-# Broadcasting: an argument with one element is repeated over the elements, an
-# argument with one batch element over the batch.
-
-cdef float f_add(float x, float y) noexcept nogil: return x + y
-cdef float f_sub(float x, float y) noexcept nogil: return x - y
-cdef float f_cmult(float x, float y) noexcept nogil: return x * y
-cdef float f_cdiv(float x, float y) noexcept nogil: return x / y
-cdef float f_pow(float x, float y) noexcept nogil: return powf(x, y)
-cdef float g_one(float x, float y, float z) noexcept nogil: return 1.0
-cdef float g_minus_one(float x, float y, float z) noexcept nogil: return -1.0
-cdef float g_y(float x, float y, float z) noexcept nogil: return y
-cdef float g_x(float x, float y, float z) noexcept nogil: return x
-cdef float g_inv_y(float x, float y, float z) noexcept nogil: return 1.0 / y
-cdef float g_cdiv_y(float x, float y, float z) noexcept nogil: return -z / y
-cdef float g_pow_x(float x, float y, float z) noexcept nogil: return y * powf(x, y - 1.0)
-cdef float g_pow_y(float x, float y, float z) noexcept nogil: return z * logf(x)
-
-ctypedef struct Strides:
-    int m, bs                 # output elements per batch element, batch size
-    int xi, xb, yi, yb        # argument strides over elements and over the batch
-
-cdef inline Strides binary_strides(Batch* b) noexcept nogil:
-    cdef Strides s
-    cdef Node* z = NODE(b, 0)
-    cdef Node* x = ARG(b, 0, 0)
-    cdef Node* y = ARG(b, 0, 1)
-    s.m = elems(z)
-    s.bs = z.bs
-    s.xi = 0 if elems(x) == 1 else 1
-    s.xb = 0 if x.bs == 1 else elems(x)
-    s.yi = 0 if elems(y) == 1 else 1
-    s.yb = 0 if y.bs == 1 else elems(y)
-    return s
-
-cdef void binary_fwd(Batch* b) noexcept nogil:
-    cdef Binary f = OPS[NODE(b, 0).op].f2
-    cdef Strides s = binary_strides(b)
-    cdef int j, k, i
-    cdef float* x
-    cdef float* y
-    cdef float* z
-    for j in range(b.n):
-        x = ARG(b, j, 0).val
-        y = ARG(b, j, 1).val
-        z = NODE(b, j).val
-        for k in range(s.bs):
-            for i in range(s.m):
-                z[k * s.m + i] = f(x[k * s.xb + i * s.xi], y[k * s.yb + i * s.yi])
-
-cdef void binary_bwd(Batch* b) noexcept nogil:
-    cdef int op = NODE(b, 0).op
-    cdef BinaryGrad gx = OPS[op].dfx
-    cdef BinaryGrad gy = OPS[op].dfy
-    cdef Strides s = binary_strides(b)
-    cdef bint want_x = batch_arg_needs_grad(b, 0)
-    cdef bint want_y = batch_arg_needs_grad(b, 1)
-    cdef int j, k, i, ix, iy
-    cdef float* x
-    cdef float* y
-    cdef float* z
-    cdef float* dx
-    cdef float* dy
-    cdef float* dz
-    for j in range(b.n):
-        x = ARG(b, j, 0).val
-        y = ARG(b, j, 1).val
-        dx = ARG(b, j, 0).grad
-        dy = ARG(b, j, 1).grad
-        z = NODE(b, j).val
-        dz = NODE(b, j).grad
-        for k in range(s.bs):
-            for i in range(s.m):
-                ix = k * s.xb + i * s.xi
-                iy = k * s.yb + i * s.yi
-                if want_x:
-                    dx[ix] += gx(x[ix], y[iy], z[k * s.m + i]) * dz[k * s.m + i]
-                if want_y:
-                    dy[iy] += gy(x[ix], y[iy], z[k * s.m + i]) * dz[k * s.m + i]
-
-cdef inline bint same_shapes(Batch* b) noexcept nogil:
-    """Both arguments have the output's shape: no broadcasting."""
-    cdef Node* z = NODE(b, 0)
-    return ARG(b, 0, 0).size == z.size and ARG(b, 0, 1).size == z.size
-
-cdef void add_fwd(Batch* b) noexcept nogil:
-    if not same_shapes(b):
-        binary_fwd(b)
-        return
-    cdef int m = NODE(b, 0).size, j, i
-    cdef float* x
-    cdef float* y
-    cdef float* z
-    for j in range(b.n):
-        x = ARG(b, j, 0).val
-        y = ARG(b, j, 1).val
-        z = NODE(b, j).val
-        for i in range(m):
-            z[i] = x[i] + y[i]
-
-cdef void sub_fwd(Batch* b) noexcept nogil:
-    if not same_shapes(b):
-        binary_fwd(b)
-        return
-    cdef int m = NODE(b, 0).size, j, i
-    cdef float* x
-    cdef float* y
-    cdef float* z
-    for j in range(b.n):
-        x = ARG(b, j, 0).val
-        y = ARG(b, j, 1).val
-        z = NODE(b, j).val
-        for i in range(m):
-            z[i] = x[i] - y[i]
-
-cdef void add_sub_bwd(Batch* b) noexcept nogil:
-    if not same_shapes(b):
-        binary_bwd(b)
-        return
-    cdef float sign = -1.0 if NODE(b, 0).op == OP_SUB else 1.0
-    cdef bint want_x = batch_arg_needs_grad(b, 0)
-    cdef bint want_y = batch_arg_needs_grad(b, 1)
-    cdef int m = NODE(b, 0).size, j, i
-    cdef float* d
-    cdef float* dz
-    for j in range(b.n):
-        dz = NODE(b, j).grad
-        if want_x:
-            d = ARG(b, j, 0).grad
-            for i in range(m):
-                d[i] += dz[i]
-        if want_y:
-            d = ARG(b, j, 1).grad
-            for i in range(m):
-                d[i] += sign * dz[i]
-
-cdef void cmult_fwd(Batch* b) noexcept nogil:
-    if not same_shapes(b):
-        binary_fwd(b)
-        return
-    cdef int m = NODE(b, 0).size, j, i
-    cdef float* x
-    cdef float* y
-    cdef float* z
-    for j in range(b.n):
-        x = ARG(b, j, 0).val
-        y = ARG(b, j, 1).val
-        z = NODE(b, j).val
-        for i in range(m):
-            z[i] = x[i] * y[i]
-
-cdef void cmult_bwd(Batch* b) noexcept nogil:
-    if not same_shapes(b):
-        binary_bwd(b)
-        return
-    cdef bint want_x = batch_arg_needs_grad(b, 0)
-    cdef bint want_y = batch_arg_needs_grad(b, 1)
-    cdef int m = NODE(b, 0).size, j, i
-    cdef float* x
-    cdef float* y
-    cdef float* dz
-    cdef float* d
-    for j in range(b.n):
-        x = ARG(b, j, 0).val
-        y = ARG(b, j, 1).val
-        dz = NODE(b, j).grad
-        if want_x:
-            d = ARG(b, j, 0).grad
-            for i in range(m):
-                d[i] += y[i] * dz[i]
-        if want_y:
-            d = ARG(b, j, 1).grad
-            for i in range(m):
-                d[i] += x[i] * dz[i]
 
 # ------------------------------------------------------------- n-ary ----
 
@@ -1414,21 +1171,6 @@ cdef void transpose_bwd(Batch* b) noexcept nogil:
                 for r in range(R):
                     ARG(b, j, 0).grad[k * R * C + r * C + c] += NODE(b, j).grad[k * R * C + c * R + r]
 
-cdef void copy_fwd(Batch* b) noexcept nogil:
-    # reshape, nobackprop, scale_gradient: the value is the argument's, reinterpreted
-    cdef int j
-    for j in range(b.n):
-        memcpy(NODE(b, j).val, ARG(b, j, 0).val, NODE(b, j).size * sizeof(float))
-
-cdef void scale_grad_bwd(Batch* b) noexcept nogil:
-    if not batch_arg_needs_grad(b, 0):
-        return
-    cdef float a = NODE(b, 0).fa
-    cdef int j, i
-    for j in range(b.n):
-        for i in range(NODE(b, j).size):
-            ARG(b, j, 0).grad[i] += a * NODE(b, j).grad[i]
-
 cdef void lookup_batch_fwd(Batch* b) noexcept nogil:
     cdef int j, k, d = NODE(b, 0).d0
     cdef Node* y
@@ -1464,50 +1206,50 @@ cdef void defop(int op, const char* name, int kind, int nargs, KernelFn fwd, Ker
     OPS[op].fwd = fwd
     OPS[op].bwd = bwd
 
-cdef void defunary(int op, const char* name, Unary f, UnaryGrad df):
-    defop(op, name, ELEMENTWISE, 1, unary_fwd, unary_bwd)
-    OPS[op].f = f
-    OPS[op].df = df
+cdef int defunary(int op, const char* name, const char* math, KernelFn fwd, KernelFn bwd) except -1:
+    """An op whose math is the unary line `math` of _elementwise.h."""
+    defop(op, name, ELEMENTWISE, 1, fwd, bwd)
+    if not ab_find_unary(math, &OPS[op].ufwd, &OPS[op].ubwd):
+        raise RuntimeError(f"no unary elementwise op {math!r} in _elementwise.h")
+    return 0
 
-cdef void defbinary(int op, const char* name, Binary f, BinaryGrad dfx, BinaryGrad dfy,
-                    KernelFn fwd, KernelFn bwd):
-    """A binary elementwise op; fwd/bwd may be specialised, falling back to the
-    generic broadcasting kernels that use f, dfx, dfy."""
-    defop(op, name, ELEMENTWISE, 2, fwd, bwd)
-    OPS[op].f2 = f
-    OPS[op].dfx = dfx
-    OPS[op].dfy = dfy
+cdef int defbinary(int op, const char* name) except -1:
+    """An op whose math is the binary line `name` of _elementwise.h."""
+    defop(op, name, ELEMENTWISE, 2, binary_fwd, binary_bwd)
+    if not ab_find_binary(name, &OPS[op].bfwd, &OPS[op].bbwd_x, &OPS[op].bbwd_y):
+        raise RuntimeError(f"no binary elementwise op {name!r} in _elementwise.h")
+    return 0
 
 defop(OP_INPUT, b"input", LEAF, 0, NULL, NULL)
 defop(OP_PARAM, b"parameter", LEAF, 0, NULL, NULL)
 defop(OP_LOOKUP, b"lookup", LEAF, 0, NULL, NULL)
 defop(OP_LOOKUP_BATCH, b"lookup_batch", PER_NODE, 0, lookup_batch_fwd, lookup_batch_bwd)
 
-defunary(OP_NEG, b"negate", f_neg, d_neg)
-defop(OP_TANH, b"tanh", ELEMENTWISE, 1, tanh_fwd, tanh_bwd)
-defop(OP_LOGISTIC, b"logistic", ELEMENTWISE, 1, logistic_fwd, logistic_bwd)
-defop(OP_RELU, b"rectify", ELEMENTWISE, 1, relu_fwd, relu_bwd)
-defunary(OP_ELU, b"elu", f_elu, d_elu)
-defunary(OP_SELU, b"selu", f_selu, d_selu)
-defunary(OP_EXP, b"exp", f_exp, d_exp)
-defunary(OP_LOG, b"log", f_log, d_log)
-defunary(OP_SQRT, b"sqrt", f_sqrt, d_sqrt)
-defunary(OP_SQUARE, b"square", f_square, d_square)
-defunary(OP_ABS, b"abs", f_abs, d_abs)
-defunary(OP_ADD_CONST, b"add_constant", f_add_const, d_one)
-defunary(OP_MUL_CONST, b"mul_constant", f_mul_const, d_const)
-defunary(OP_RSUB_CONST, b"constant_minus", f_rsub_const, d_neg)
-defunary(OP_RDIV_CONST, b"constant_divide", f_rdiv_const, d_rdiv_const)
-defop(OP_NOBACKPROP, b"nobackprop", ELEMENTWISE, 1, copy_fwd, no_bwd)
-defop(OP_SCALE_GRAD, b"scale_gradient", ELEMENTWISE, 1, copy_fwd, scale_grad_bwd)
+defunary(OP_NEG, b"negate", b"negate", unary_fwd, unary_bwd)
+defunary(OP_TANH, b"tanh", b"tanh", unary_fwd, unary_bwd)
+defunary(OP_LOGISTIC, b"logistic", b"logistic", unary_fwd, unary_bwd)
+defunary(OP_RELU, b"rectify", b"rectify", unary_fwd, unary_bwd)
+defunary(OP_ELU, b"elu", b"elu", unary_fwd, unary_bwd)
+defunary(OP_SELU, b"selu", b"selu", unary_fwd, unary_bwd)
+defunary(OP_EXP, b"exp", b"exp", unary_fwd, unary_bwd)
+defunary(OP_LOG, b"log", b"log", unary_fwd, unary_bwd)
+defunary(OP_SQRT, b"sqrt", b"sqrt", unary_fwd, unary_bwd)
+defunary(OP_SQUARE, b"square", b"square", unary_fwd, unary_bwd)
+defunary(OP_ABS, b"abs", b"abs", unary_fwd, unary_bwd)
+defunary(OP_ADD_CONST, b"add_constant", b"add_constant", unary_fwd, unary_bwd)
+defunary(OP_MUL_CONST, b"mul_constant", b"mul_constant", unary_fwd, unary_bwd)
+defunary(OP_RSUB_CONST, b"constant_minus", b"constant_minus", unary_fwd, unary_bwd)
+defunary(OP_RDIV_CONST, b"constant_divide", b"constant_divide", unary_fwd, unary_bwd)
+defunary(OP_NOBACKPROP, b"nobackprop", b"identity", unary_fwd, no_bwd)
+defunary(OP_SCALE_GRAD, b"scale_gradient", b"scale_gradient", unary_fwd, unary_bwd)
 defop(OP_DROPOUT, b"dropout", ELEMENTWISE, 1, dropout_fwd, dropout_bwd)
-defop(OP_NOISE, b"noise", ELEMENTWISE, 1, noise_fwd, identity_bwd)
+defunary(OP_NOISE, b"noise", b"identity", noise_fwd, unary_bwd)
 
-defbinary(OP_ADD, b"add", f_add, g_one, g_one, add_fwd, add_sub_bwd)
-defbinary(OP_SUB, b"subtract", f_sub, g_one, g_minus_one, sub_fwd, add_sub_bwd)
-defbinary(OP_CMULT, b"cmult", f_cmult, g_y, g_x, cmult_fwd, cmult_bwd)
-defbinary(OP_CDIV, b"cdiv", f_cdiv, g_inv_y, g_cdiv_y, binary_fwd, binary_bwd)
-defbinary(OP_POW, b"pow", f_pow, g_pow_x, g_pow_y, binary_fwd, binary_bwd)
+defbinary(OP_ADD, b"add")
+defbinary(OP_SUB, b"subtract")
+defbinary(OP_CMULT, b"cmult")
+defbinary(OP_CDIV, b"cdiv")
+defbinary(OP_POW, b"pow")
 
 defop(OP_ESUM, b"esum", ELEMENTWISE, -1, esum_fwd, esum_bwd)
 defop(OP_AVERAGE, b"average", ELEMENTWISE, -1, esum_fwd, esum_bwd)
@@ -1540,7 +1282,7 @@ defop(OP_PICK, b"pick", PER_NODE, 1, pick_fwd, pick_bwd)
 defop(OP_PICK_RANGE, b"pick_range", PER_NODE, 1, pick_range_fwd, pick_range_bwd)
 defop(OP_PICK_BATCH_ELEMS, b"pick_batch_elems", PER_NODE, 1, pick_batch_fwd, pick_batch_bwd)
 defop(OP_TRANSPOSE, b"transpose", ELEMENTWISE, 1, transpose_fwd, transpose_bwd)
-defop(OP_RESHAPE, b"reshape", ELEMENTWISE, 1, copy_fwd, identity_bwd)
+defunary(OP_RESHAPE, b"reshape", b"identity", unary_fwd, unary_bwd)
 
 
 def op_names():

@@ -1,0 +1,108 @@
+/* Elementwise ops, one line each: forward value and derivative side by side.
+ *
+ * Unary:  X input, Y output, A the op's constant (alpha, the scalar of x * c, ...).
+ *         FWD computes Y from X; DERIV is dY/dX.
+ * Binary: X, Y inputs, Z output. FWD computes Z; DX and DY are dZ/dX and dZ/dY.
+ *
+ * Each line expands into whole-array loop functions that GCC vectorises; the kernels
+ * in _kernels.pyx call them once per node (or once per batch when the inputs are
+ * contiguous), so no function pointer is called per element. */
+#ifndef AUTOBATCH_ELEMENTWISE_H
+#define AUTOBATCH_ELEMENTWISE_H
+#include <string.h>
+#include "_fastmath.h"
+
+#define SELU_L 1.0507009873554804934f
+#define SELU_A 1.6732632423543772848f
+
+#define AB_UNARY_OPS(OP)                                                            \
+    OP(negate,          -X,                               -1.0f)                    \
+    OP(tanh,            ab_fast_tanh(X),                  1.0f - Y * Y)             \
+    OP(logistic,        ab_logistic(X),                   Y * (1.0f - Y))           \
+    OP(rectify,         X > 0.0f ? X : 0.0f,              X > 0.0f ? 1.0f : 0.0f)   \
+    OP(elu,             X > 0.0f ? X : A * (expf(X) - 1.0f), X > 0.0f ? 1.0f : Y + A) \
+    OP(selu,            SELU_L * (X > 0.0f ? X : SELU_A * (expf(X) - 1.0f)),        \
+                        X > 0.0f ? SELU_L : Y + SELU_L * SELU_A)                    \
+    OP(exp,             expf(X),                          Y)                        \
+    OP(log,             logf(X),                          1.0f / X)                 \
+    OP(sqrt,            sqrtf(X),                         0.5f / Y)                 \
+    OP(square,          X * X,                            2.0f * X)                 \
+    OP(abs,             fabsf(X),                         X > 0.0f ? 1.0f : (X < 0.0f ? -1.0f : 0.0f)) \
+    OP(add_constant,    X + A,                            1.0f)                     \
+    OP(mul_constant,    X * A,                            A)                        \
+    OP(constant_minus,  A - X,                            -1.0f)                    \
+    OP(constant_divide, A / X,                            -Y / X)                   \
+    OP(identity,        X,                                1.0f)                     \
+    OP(scale_gradient,  X,                                A)
+
+#define AB_BINARY_OPS(OP)                                                           \
+    OP(add,       X + Y,        1.0f,                    1.0f)                      \
+    OP(subtract,  X - Y,        1.0f,                    -1.0f)                     \
+    OP(cmult,     X * Y,        Y,                       X)                         \
+    OP(cdiv,      X / Y,        1.0f / Y,                -Z / Y)                    \
+    OP(pow,       powf(X, Y),   Y * powf(X, Y - 1.0f),   Z * logf(X))
+
+typedef void (*ab_unary_fwd)(float* y, const float* x, int n, float A);
+typedef void (*ab_unary_bwd)(float* dx, const float* x, const float* y, const float* dy,
+                             int n, float A);
+/* binary loops take element strides: 1, or 0 for an argument with one element */
+typedef void (*ab_binary_fwd)(float* z, const float* x, int sx, const float* y, int sy, int n);
+typedef void (*ab_binary_bwd)(float* d, int sd, const float* x, int sx, const float* y, int sy,
+                              const float* z, const float* dz, int n);
+
+#define AB_DEFINE_UNARY(NAME, FWD, DERIV)                                           \
+static void ab_##NAME##_fwd(float* restrict y_, const float* restrict x_, int n, float A) { \
+    (void)A;                                                                        \
+    for (int i = 0; i < n; i++) { const float X = x_[i]; y_[i] = (FWD); }           \
+}                                                                                   \
+static void ab_##NAME##_bwd(float* restrict dx_, const float* restrict x_,          \
+                            const float* restrict y_, const float* restrict dy_,    \
+                            int n, float A) {                                       \
+    (void)A;                                                                        \
+    for (int i = 0; i < n; i++) {                                                   \
+        const float X = x_[i], Y = y_[i]; (void)X; (void)Y;                         \
+        dx_[i] += (DERIV) * dy_[i];                                                 \
+    }                                                                               \
+}
+AB_UNARY_OPS(AB_DEFINE_UNARY)
+
+#define AB_DEFINE_BINARY(NAME, FWD, DX, DY)                                         \
+static void ab_##NAME##_fwd(float* restrict z_, const float* restrict x_, int sx,   \
+                            const float* restrict y_, int sy, int n) {              \
+    for (int i = 0; i < n; i++) { const float X = x_[i * sx], Y = y_[i * sy]; z_[i] = (FWD); } \
+}                                                                                   \
+static void ab_##NAME##_bwd_x(float* restrict d_, int sd, const float* restrict x_, int sx, \
+                              const float* restrict y_, int sy, const float* restrict z_, \
+                              const float* restrict dz_, int n) {                   \
+    for (int i = 0; i < n; i++) {                                                   \
+        const float X = x_[i * sx], Y = y_[i * sy], Z = z_[i]; (void)X; (void)Y; (void)Z; \
+        d_[i * sd] += (DX) * dz_[i];                                                \
+    }                                                                               \
+}                                                                                   \
+static void ab_##NAME##_bwd_y(float* restrict d_, int sd, const float* restrict x_, int sx, \
+                              const float* restrict y_, int sy, const float* restrict z_, \
+                              const float* restrict dz_, int n) {                   \
+    for (int i = 0; i < n; i++) {                                                   \
+        const float X = x_[i * sx], Y = y_[i * sy], Z = z_[i]; (void)X; (void)Y; (void)Z; \
+        d_[i * sd] += (DY) * dz_[i];                                                \
+    }                                                                               \
+}
+AB_BINARY_OPS(AB_DEFINE_BINARY)
+
+/* The loops of an op by its name; 0 if there is no such elementwise op. */
+static inline int ab_find_unary(const char* name, ab_unary_fwd* fwd, ab_unary_bwd* bwd) {
+#define AB_FIND_UNARY(NAME, FWD, DERIV)                                             \
+    if (strcmp(name, #NAME) == 0) { *fwd = ab_##NAME##_fwd; *bwd = ab_##NAME##_bwd; return 1; }
+    AB_UNARY_OPS(AB_FIND_UNARY)
+    return 0;
+}
+
+static inline int ab_find_binary(const char* name, ab_binary_fwd* fwd, ab_binary_bwd* bwd_x,
+                                 ab_binary_bwd* bwd_y) {
+#define AB_FIND_BINARY(NAME, FWD, DX, DY)                                           \
+    if (strcmp(name, #NAME) == 0) {                                                 \
+        *fwd = ab_##NAME##_fwd; *bwd_x = ab_##NAME##_bwd_x; *bwd_y = ab_##NAME##_bwd_y; return 1; }
+    AB_BINARY_OPS(AB_FIND_BINARY)
+    return 0;
+}
+#endif
