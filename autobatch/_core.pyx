@@ -17,6 +17,8 @@ from autobatch._kernels cimport *
 
 import operator
 
+import operator
+
 import numpy as np
 
 cdef const OpDef* OPS = op_table()
@@ -614,18 +616,28 @@ cdef class ComputationGraph:
     cdef int pick_python(self) except -1:
         frontier = Frontier.__new__(Frontier)
         (<Frontier>frontier).g = self
-        choice = self.strategy.select(frontier)
-        (<Frontier>frontier).g = None
-        cdef int32_t s
+        try:
+            choice = self.strategy.select(frontier)
+        finally:
+            (<Frontier>frontier).g = None     # a kept frontier must not read stale arrays
+        nodes = None
         if isinstance(choice, tuple):
-            s, nodes = choice
-        else:
-            s, nodes = choice, None
-        if not (0 <= s < self.n_sigs) or self.active_pos[s] < 0:
-            raise ValueError(f"strategy {self.strategy!r} chose signature {s}, which has no ready node")
+            if len(choice) != 2:
+                raise ValueError(f"strategy {self.strategy!r}: select() returned a tuple of "
+                                 f"{len(choice)} items; expected (signature, node_ids)")
+            choice, nodes = choice
+        if isinstance(choice, bool) or not isinstance(choice, (int, np.integer)):
+            raise TypeError(f"strategy {self.strategy!r}: select() must return a signature id "
+                            f"(int) or (signature, node_ids), not {type(choice).__name__}")
+        if not (0 <= choice < self.n_sigs) or self.active_pos[<int32_t>choice] < 0:
+            raise ValueError(f"strategy {self.strategy!r} chose signature {choice}, which has no ready node")
+        cdef int32_t s = <int32_t>choice
         if nodes is None:
             return self.take(s, 2147483647)
-        wanted = set(int(x) for x in nodes)
+        try:
+            wanted = set(operator.index(x) for x in nodes)
+        except TypeError:
+            raise TypeError(f"strategy {self.strategy!r}: node ids must be ints") from None
         if not wanted:
             raise ValueError(f"strategy {self.strategy!r} chose no node")
         cdef int32_t* lst = self.rd + self.rd_at[s]
