@@ -83,9 +83,10 @@ LOOKAHEAD = dy.register_strategy(Lookahead())
 
 # ------------------------------------------------------------- comparison ----
 
-def compare(strategies, task_names, batch_size, hidden, steps, seed=0, out=sys.stdout):
+def compare(strategies, task_names, batch_size, hidden, steps, seed=0, out=None):
     """Run the benchmark's training steps (autobatch.bench.run) and print a table."""
     from autobatch.bench import run
+    out = out or sys.stdout
     rows = []
     for t in task_names:
         rows += run.run_task(t, strategies, batch_size, hidden, steps, torch_modes=[], seed=seed)
