@@ -2,7 +2,8 @@
 benchmark tasks (tiny sizes): batched equals unbatched (values and parameter
 gradients), and the scheduler invariants hold (every needed node runs exactly once,
 one signature per batch, arguments before their users). A strategy that returns an
-invalid choice gets a clear error, and the graph stays usable."""
+invalid choice gets a clear error, and the graph stays usable. The guide
+docs/strategies.md is run too."""
 import importlib.util
 import pathlib
 import re
@@ -278,3 +279,12 @@ def test_example_script_prints_a_table(capsys):
     assert "b/LB" in out and "lookahead" in out
     assert len(rows) == 4
 
+
+def test_guide_code_runs():
+    """The Python blocks of docs/strategies.md, run in order in one namespace."""
+    text = (ROOT / "docs" / "strategies.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 3
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, "docs/strategies.md", "exec"), namespace)
