@@ -26,6 +26,14 @@ only), so the strategy reads the graph itself once, with `cg().node_info(i)` for
 every node: a per-graph cost in Python, linear in the number of nodes, paid on the
 first `select` that needs it and extended when the graph grows (a parser calling
 `value()` while it builds).
+
+What it gives (one shared 2-CPU machine, noisy): it reaches the lower bound on the
+number of batches on all five tasks (b/LB 1.00, against 1.18 for 'critical' on the
+taggers and the parser; both already reach it on treelstm and lm). But the batches
+it saves are elementwise gate batches, which are cheap: at batch 64, hidden 256 the
+forward and backward times do not move, and reading the graph in Python (28-59 ms a
+step) makes it 12-17 % slower than 'critical'. Worth it only in Cython, or with the
+consumer information exposed by the engine.
 """
 import argparse
 import os
