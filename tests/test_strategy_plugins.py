@@ -1,0 +1,290 @@
+"""Every strategy, built in or plugged in from Python, on the graphs of the five
+benchmark tasks (tiny sizes): batched equals unbatched (values and parameter
+gradients), and the scheduler invariants hold (every needed node runs exactly once,
+one signature per batch, arguments before their users). A strategy that returns an
+invalid choice gets a clear error, and the graph stays usable. The guide
+docs/strategies.md is run too."""
+import importlib.util
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+import autobatch as dy
+from autobatch.bench import data, run, tasks
+from autobatch.testing import check_batching_invariance
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+HIDDEN, N_INSTANCES, SEED = 8, 3, 1
+LEAF_OPS = {"input", "parameter", "lookup"}
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("example_strategy_lookahead",
+                                                  ROOT / "examples" / "strategy_lookahead.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)          # registers "lookahead"
+    return module
+
+
+lookahead = load_example()
+
+
+class Adversarial(dy.Strategy):
+    """Any valid choice, at random: a random ready signature, and half of the time a
+    random non-empty subset of its ready nodes (as numpy ints, in random order). The
+    draws are seeded by the graph version, so a failure reproduces."""
+    name = "test-adversarial"
+
+    def __init__(self):
+        self._version, self._rng = None, None
+
+    def select(self, frontier):
+        if dy.cg_version() != self._version:
+            self._version = dy.cg_version()
+            self._rng = np.random.default_rng(self._version)
+        rng = self._rng
+        sigs = frontier.signatures()
+        s = sigs[rng.integers(len(sigs))]
+        if rng.random() < 0.5:
+            return s
+        nodes = np.array(frontier.nodes(s))
+        k = int(rng.integers(1, len(nodes) + 1))
+        return s, rng.permutation(nodes)[:k]
+
+
+dy.register_strategy(Adversarial())
+
+STRATEGIES = ["none", "depth", "agenda", "critical", lookahead.Lookahead.name, Adversarial.name]
+
+
+@pytest.fixture(scope="module")
+def models():
+    """task -> (model, instances): tiny models on a few instances of the task's data."""
+    out = {}
+    for t in tasks.TASKS:
+        meta, inst = data.make(t, N_INSTANCES, seed=SEED)
+        out[t] = tasks.make(t, hidden=HIDDEN, seed=SEED, meta=meta), inst
+    return out
+
+
+def params_of(model):
+    return model.pc.parameters_list() + model.pc.lookup_parameters_list()
+
+
+def ancestors(info, target):
+    seen, stack = {target}, [target]
+    while stack:
+        for a in info[stack.pop()][4]:
+            if a not in seen:
+                seen.add(a)
+                stack.append(a)
+    return seen
+
+
+def check_schedule(strategy, targets):
+    """The invariants on the batches run so far in the current graph, where
+    `targets` are the node ids that were forwarded."""
+    g = dy.cg()
+    batches = g.batches()
+    info = [g.node_info(i) for i in range(g.num_nodes)]
+    batch_of = {}
+    for b, (op, nodes) in enumerate(batches):
+        assert nodes, "an empty batch"
+        assert nodes == sorted(nodes)
+        assert {info[i][3] for i in nodes} == {info[nodes[0]][3]}, f"batch {b} mixes signatures"
+        assert {info[i][0] for i in nodes} == {op}
+        for i in nodes:
+            assert i not in batch_of, f"node {i} ran twice"
+            batch_of[i] = b
+    needed = set().union(*(ancestors(info, t) for t in targets))
+    scheduled = {i for i in needed if info[i][0] not in LEAF_OPS}
+    assert set(batch_of) == scheduled, "every needed non-leaf node runs exactly once"
+    for i in scheduled:
+        for a in info[i][4]:
+            assert info[a][0] in LEAF_OPS or batch_of[a] < batch_of[i], \
+                f"node {i} ran in batch {batch_of[i]} before its argument {a}"
+    if strategy == "none":
+        assert all(len(nodes) == 1 for _, nodes in batches)
+    return batches
+
+
+# ------------------------------------------------------------ every strategy ----
+
+@pytest.mark.parametrize("task", tasks.TASKS)
+def test_batched_equals_unbatched(task, models):
+    model, inst = models[task]
+    stats = check_batching_invariance(lambda: [model.loss(i) for i in inst], params_of(model),
+                                      strategies=STRATEGIES[1:], rtol=2e-4, atol=2e-5)
+    nodes = stats["none"]["nodes_run"]
+    for s, st in stats.items():
+        assert st["strategy"] == s
+        assert st["nodes_run"] == nodes, s
+        assert st["batches"] <= stats["none"]["batches"], s
+    for s in ("depth", "agenda", "critical", "lookahead"):
+        assert stats[s]["batches"] < stats["none"]["batches"] / 2, f"{s} hardly batches {task}"
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("task", tasks.TASKS)
+def test_schedule_invariants(task, strategy, models):
+    model, inst = models[task]
+    dy.renew_cg(strategy=strategy)
+    loss = dy.esum([model.loss(i) for i in inst])
+    loss.forward()
+    batches = check_schedule(strategy, [loss.vindex])
+    lb, per_sig = dy.cg().batch_lower_bound()
+    assert 0 < lb <= len(batches)
+    loss.backward()                     # runs over these batches
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("task", ["tagger-char", "parser"])
+def test_incremental_forward(task, strategy, models):
+    """value() of the first instance's loss while the graph is still being built (a
+    parser reading its scores), then of everything: the lookahead's per-graph cache
+    must follow the graph as it grows; nothing runs twice."""
+    model, inst = models[task]
+    dy.renew_cg(strategy=strategy)
+    first = model.loss(inst[0])
+    v_first = first.value()
+    loss = dy.esum([first] + [model.loss(i) for i in inst[1:]])
+    v = loss.value()
+    check_schedule(strategy, [first.vindex, loss.vindex])
+    dy.renew_cg(strategy="none")
+    ref = [model.loss(i) for i in inst]
+    assert v_first == pytest.approx(ref[0].value(), rel=1e-5)
+    assert v == pytest.approx(dy.esum(ref).value(), rel=1e-4)
+
+
+def test_lookahead_cache_is_per_graph(models):
+    """The same strategy object over many graphs (of different sizes) stays correct."""
+    for task in ("treelstm", "tagger", "treelstm"):
+        model, inst = models[task]
+        dy.renew_cg(strategy="lookahead")
+        loss = dy.esum([model.loss(i) for i in inst])
+        loss.forward()
+        check_schedule("lookahead", [loss.vindex])
+
+
+# ---------------------------------------------------------- invalid choices ----
+
+class Misbehaving(dy.Strategy):
+    """Valid ('agenda'-like) choices for the first `after` batches, then `bad(frontier)`
+    (or a valid choice again while `bad` returns NotImplemented: no chance yet)."""
+    name = "test-misbehaving"
+
+    def __init__(self, bad, after):
+        self.bad, self.after, self.calls = bad, after, 0
+
+    def select(self, frontier):
+        self.calls += 1
+        if self.calls > self.after:
+            choice = self.bad(frontier)
+            if choice is not NotImplemented:
+                return choice
+        return min(frontier.signatures(), key=lambda s: (frontier.average_depth(s), s))
+
+
+def _sig_without_ready_node(f):
+    ready = set(f.signatures())
+    return next(s for s in sorted(dy.cg().signature_nodes()) if s not in ready)
+
+
+def _node_not_ready(f):
+    """A node of a ready signature that is not ready itself (still waiting, or done)."""
+    g = dy.cg()
+    for s in f.signatures():
+        ready = set(f.nodes(s))
+        other = [i for i in range(g.num_nodes) if g.node_info(i)[3] == s and i not in ready]
+        if other:
+            return s, other[:1]
+    return NotImplemented       # every node of every ready signature is ready: later
+
+
+def _nodes_of_another_signature(f):
+    s, t = f.signatures()[:2]
+    return s, f.nodes(t)[:1]
+
+
+def _ready_plus_foreign(f):
+    s, t = f.signatures()[:2]
+    return s, f.nodes(s) + f.nodes(t)
+
+
+class Oops(Exception):
+    pass
+
+
+def _raises(f):
+    raise Oops("the strategy's own error")
+
+
+INVALID = {
+    "unknown signature": (lambda f: 10 ** 6, ValueError, "chose signature 1000000, which has no ready node"),
+    "negative signature": (lambda f: -1, ValueError, "chose signature -1, which has no ready node"),
+    "signature with no ready node": (_sig_without_ready_node, ValueError, "which has no ready node"),
+    "node not ready": (_node_not_ready, ValueError, "chose nodes that are not ready or do not have signature"),
+    "node of another signature": (_nodes_of_another_signature, ValueError,
+                                  "chose nodes that are not ready or do not have signature"),
+    "ready nodes plus a foreign one": (_ready_plus_foreign, ValueError,
+                                       "chose nodes that are not ready or do not have signature"),
+    "node id out of range": (lambda f: (f.signatures()[0], [10 ** 9]), ValueError, "not ready"),
+    "empty list": (lambda f: (f.signatures()[0], []), ValueError, "chose no node"),
+    "not a signature": (lambda f: None, TypeError, "integer"),
+    "select raises": (_raises, Oops, "own error"),
+}
+
+
+@pytest.mark.parametrize("after", [0, 5])
+@pytest.mark.parametrize("case", sorted(INVALID))
+def test_invalid_choice_raises_and_graph_recovers(case, after, models):
+    model, inst = models["tagger"]
+    dy.renew_cg(strategy="none")
+    ref = dy.esum([model.loss(i) for i in inst]).value()
+
+    bad, exc, match = INVALID[case]
+    dy.renew_cg(strategy=Misbehaving(bad, after))
+    loss = dy.esum([model.loss(i) for i in inst])
+    with pytest.raises(exc, match=match):
+        loss.forward()
+    assert len(dy.cg().batches()) >= after          # the valid batches before it ran
+    # the same graph finishes under another strategy, from where it stopped ...
+    dy.cg().set_strategy("agenda")
+    assert loss.value() == pytest.approx(ref, rel=1e-5)
+    check_schedule("agenda", [loss.vindex])
+    loss.backward()
+    # ... and a new graph computes the same numbers
+    dy.renew_cg(strategy="lookahead")
+    assert dy.esum([model.loss(i) for i in inst]).value() == pytest.approx(ref, rel=1e-5)
+
+
+# ------------------------------------------------- registering and comparing ----
+
+def test_register_by_name_and_compare_in_the_bench():
+    mod = run.import_plugin(str(ROOT / "examples" / "strategy_lookahead.py"))
+    assert dy.available_strategies()["lookahead"] is mod.LOOKAHEAD
+    rows = run.run_task("treelstm", ["critical", "lookahead"], N_INSTANCES, HIDDEN, 1, [], seed=SEED)
+    assert [r["system"] for r in rows] == ["critical", "lookahead"]
+    for r in rows:
+        assert r["batches_over_lower_bound"] >= 1.0
+    assert rows[0]["first_loss"] == pytest.approx(rows[1]["first_loss"], rel=1e-5)
+
+
+def test_example_script_prints_a_table(capsys):
+    rows = lookahead.main(["--task", "lm,treelstm", "--strategy", "agenda,lookahead",
+                           "--batch-size", "3", "--hidden", "8", "--steps", "1"])
+    out = capsys.readouterr().out
+    assert "b/LB" in out and "lookahead" in out
+    assert len(rows) == 4
+
+
+def test_guide_code_runs():
+    """The Python blocks of docs/strategies.md, run in order in one namespace."""
+    text = (ROOT / "docs" / "strategies.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 3
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, "docs/strategies.md", "exec"), namespace)
