@@ -232,7 +232,7 @@ INVALID = {
                                        "chose nodes that are not ready or do not have signature"),
     "node id out of range": (lambda f: (f.signatures()[0], [10 ** 9]), ValueError, "not ready"),
     "empty list": (lambda f: (f.signatures()[0], []), ValueError, "chose no node"),
-    "not a signature": (lambda f: None, TypeError, "integer"),
+    "not a signature": (lambda f: None, TypeError, "must return a signature id"),
     "select raises": (_raises, Oops, "own error"),
 }
 
