@@ -288,3 +288,33 @@ def test_guide_code_runs():
     namespace = {}
     for block in blocks:
         exec(compile(block, "docs/strategies.md", "exec"), namespace)
+
+
+def test_float_signature_is_rejected_not_truncated():
+    class FloatSig(dy.Strategy):
+        name = "float-sig"
+
+        def select(self, frontier):
+            return frontier.signatures()[0] + 0.7
+    pc = dy.ParameterCollection(seed=0)
+    W = pc.add_parameters((3, 3))
+    dy.renew_cg(strategy=FloatSig())
+    x = dy.inputVector([1.0, 2.0, 3.0])
+    with pytest.raises(TypeError, match="must return a signature id"):
+        dy.sum_elems(dy.tanh(W * x)).value()
+
+
+def test_frontier_kept_after_select_raised_is_invalid():
+    kept = []
+
+    class Keeper(dy.Strategy):
+        name = "keeper"
+
+        def select(self, frontier):
+            kept.append(frontier)
+            raise KeyError("boom")
+    dy.renew_cg(strategy=Keeper())
+    with pytest.raises(KeyError):
+        dy.tanh(dy.inputVector([1.0, 2.0])).value()
+    with pytest.raises(RuntimeError, match="only valid during select"):
+        kept[0].signatures()
