@@ -291,7 +291,7 @@ def baseline_score(data):
     return correct / sum(len(gold) - 1 for _, _, gold, _ in data)
 
 
-TRAINERS = {"adam": (dy.AdamTrainer, 0.002), "sgd": (dy.SimpleSGDTrainer, 0.1)}
+TRAINERS = {"adam": (dy.AdamTrainer, 0.001), "sgd": (dy.SimpleSGDTrainer, 0.1)}
 
 
 def parse_args(argv):
@@ -303,7 +303,7 @@ def parse_args(argv):
     ap.add_argument("--word-dim", type=int, default=64)
     ap.add_argument("--pos-dim", type=int, default=0, help="POS tag embedding size (0: words only)")
     ap.add_argument("--trainer", choices=TRAINERS, default="adam")
-    ap.add_argument("--lr", type=float, help="learning rate (default: adam 0.002, sgd 0.1)")
+    ap.add_argument("--lr", type=float, help="learning rate (default: adam 0.001, sgd 0.1)")
     ap.add_argument("--train", metavar="FILE", help="CoNLL-U training file (default: synthetic)")
     ap.add_argument("--dev", metavar="FILE", help="held-out CoNLL-U file")
     ap.add_argument("--min-count", type=int, default=2,
