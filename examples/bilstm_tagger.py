@@ -3,12 +3,22 @@
     python examples/bilstm_tagger.py                      # synthetic data, well under a minute
     python examples/bilstm_tagger.py --strategy none      # the same run, one node at a time
     python examples/bilstm_tagger.py --train train.tsv --dev dev.tsv --epochs 10
+    python examples/bilstm_tagger.py --char-model         # rare words spelled out by a character BiLSTM
 
 Files are CoNLL-style: one `word<TAB>tag` per line, a blank line between sentences.
 
 The model code below handles ONE sentence at a time: no padding, no masks, no sorting
 by length. Per minibatch we build one loss per sentence, sum them, and let autobatch
 group identical operations of all sentences into batched kernels.
+
+With `--char-model`, a word seen fewer than `--rare` times in training (and any
+unknown word) is represented not by its embedding but by a character BiLSTM over its
+spelling: the final states of a forward and a backward LSTM over character
+embeddings, each half the word vector's size, concatenated. The characters of every
+rare word of the minibatch are batched like the words. With `--char-model` the
+synthetic words are spelled with tag-dependent endings (like English -ly, -ing), so
+that the spelling tells something about the tag of a rare or unknown word; compare
+with `--char-model --rare 0` (same data, no word spelled out).
 
 """
 import argparse
@@ -23,9 +33,12 @@ import autobatch as dy
 
 
 class Tagger:
-    """word lookup -> forward and backward LSTM -> tanh(W [f; b] + b) -> softmax."""
+    """word lookup -> forward and backward LSTM -> tanh(W [f; b] + b) -> softmax.
 
-    def __init__(self, pc, n_words, n_tags, word_dim, hidden_dim):
+    A word is a word id, or (with a character model, n_chars > 0) a tuple of
+    character ids: a rare word, spelled out."""
+
+    def __init__(self, pc, n_words, n_tags, word_dim, hidden_dim, n_chars=0, char_dim=32):
         self.E = pc.add_lookup_parameters((n_words, word_dim))
         self.fwd = dy.LSTMBuilder(1, word_dim, hidden_dim, pc)
         self.bwd = dy.LSTMBuilder(1, word_dim, hidden_dim, pc)
@@ -33,10 +46,26 @@ class Tagger:
         self.b_mlp = pc.add_parameters(hidden_dim, init=dy.ConstInitializer(0.0))
         self.W_out = pc.add_parameters((n_tags, hidden_dim))
         self.b_out = pc.add_parameters(n_tags, init=dy.ConstInitializer(0.0))
+        if n_chars:
+            if word_dim % 2:
+                raise ValueError(f"the character model needs an even word dimension, got {word_dim}")
+            self.C = pc.add_lookup_parameters((n_chars, char_dim))
+            self.char_fwd = dy.LSTMBuilder(1, char_dim, word_dim // 2, pc)
+            self.char_bwd = dy.LSTMBuilder(1, char_dim, word_dim // 2, pc)
+
+    def embed(self, word):
+        """The word's vector (word_dim): its embedding, or for a spelled-out word the
+        final states of the character LSTMs, forward and backward, concatenated."""
+        if not isinstance(word, tuple):
+            return self.E[word]
+        cs = [self.C[c] for c in word]
+        f = self.char_fwd.initial_state().transduce(cs)[-1]
+        b = self.char_bwd.initial_state().transduce(cs[::-1])[-1]
+        return dy.concatenate([f, b])
 
     def scores(self, word_ids):
         """One score vector (n_tags) per word of one sentence."""
-        xs = [self.E[w] for w in word_ids]
+        xs = [self.embed(w) for w in word_ids]
         fs = self.fwd.initial_state().transduce(xs)
         bs = self.bwd.initial_state().transduce(xs[::-1])[::-1]
         out = []
@@ -51,13 +80,16 @@ class Tagger:
 
 # ------------------------------------------------------------------------ data ----
 
-def synthetic_corpus(n_sentences, vocab_size=2000, n_tags=8, seed=0):
+def synthetic_corpus(n_sentences, vocab_size=2000, n_tags=8, seed=0, spelled=False):
     """Sentences of Zipf-distributed words; lengths ~ gamma(mean 12, sd 6) in 1..40.
 
     Each word has a fixed tag; 10% of the tokens take the previous word's tag
-    instead, so the context matters a little. Returns [[(word, tag), ...], ...]."""
+    instead, so the context matters a little. Words are `w0`, `w1`, ... or, if
+    `spelled`, pseudo-words whose endings depend on their tag (see `spellings`).
+    Returns [[(word, tag), ...], ...]."""
     rng = np.random.default_rng(seed)
     word_tag = np.random.default_rng(12345).integers(0, n_tags, size=vocab_size)  # same for train/dev
+    names = spellings(word_tag, n_tags) if spelled else [f"w{w}" for w in range(vocab_size)]
     p = 1.0 / np.arange(1, vocab_size + 1) ** 1.1
     p /= p.sum()
     lengths = np.clip(np.rint(rng.gamma(4.0, 3.0, size=n_sentences)), 1, 40).astype(int)
@@ -68,8 +100,27 @@ def synthetic_corpus(n_sentences, vocab_size=2000, n_tags=8, seed=0):
         flip = rng.random(n) < 0.1
         flip[0] = False
         tags[flip] = word_tag[words[np.flatnonzero(flip) - 1]]
-        corpus.append([(f"w{w}", f"T{t}") for w, t in zip(words, tags)])
+        corpus.append([(names[w], f"T{t}") for w, t in zip(words, tags)])
     return corpus
+
+
+def spellings(word_tag, n_tags):
+    """A distinct pseudo-word per word: a random stem of 2-6 letters and an ending.
+    Each tag has two endings of its own; 80% of the words end with one of their tag's
+    endings, the others with any ending."""
+    rng = np.random.default_rng(54321)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    endings = ["".join(rng.choice(letters, size=rng.integers(1, 4))) for _ in range(2 * n_tags)]
+    names, seen = [], set()
+    for tag in word_tag:
+        ending = endings[2 * tag + rng.integers(2)] if rng.random() < 0.8 else endings[rng.integers(2 * n_tags)]
+        while True:
+            name = "".join(rng.choice(letters, size=rng.integers(2, 7))) + ending
+            if name not in seen:
+                break
+        seen.add(name)
+        names.append(name)
+    return names
 
 
 def read_conll(path):
@@ -116,17 +167,21 @@ def batch_loss(tagger, batch, strategy):
     return dy.esum([tagger.loss(words, tags) for words, tags in batch])
 
 
-def accuracy(tagger, data, batch_size, strategy):
-    correct = total = 0
+def predict(tagger, data, batch_size, strategy):
+    """The predicted tag of every token of `data`, in order, as one array."""
+    predicted = []
     for k in range(0, len(data), batch_size):
         batch = data[k:k + batch_size]
         dy.renew_cg(strategy=strategy)
         scores = [s for words, _ in batch for s in tagger.scores(words)]
-        predicted = dy.concatenate_cols(scores).npvalue().argmax(axis=0)  # (n_tags, n_tokens)
-        gold = [t for _, tags in batch for t in tags]
-        correct += int(np.sum(predicted == np.asarray(gold)))
-        total += len(gold)
-    return correct / total
+        scores = dy.concatenate_cols(scores).npvalue()                   # (n_tags, n_tokens)
+        predicted.append(np.atleast_1d(scores.argmax(axis=0)))            # (n_tags,) if one token
+    return np.concatenate(predicted)
+
+
+def accuracy(tagger, data, batch_size, strategy):
+    gold = np.array([t for _, tags in data for t in tags])
+    return float(np.mean(predict(tagger, data, batch_size, strategy) == gold))
 
 
 TRAINERS = {"adam": (dy.AdamTrainer, 0.005), "sgd": (dy.SimpleSGDTrainer, 0.3)}
@@ -148,6 +203,11 @@ def parse_args(argv):
     ap.add_argument("--lr", type=float, help="learning rate (default: adam 0.005, sgd 0.3)")
     ap.add_argument("--train", metavar="FILE", help="word<TAB>tag file (default: synthetic)")
     ap.add_argument("--dev", metavar="FILE", help="held-out word<TAB>tag file")
+    ap.add_argument("--char-model", action="store_true",
+                    help="spell rare and unknown words out with a character BiLSTM")
+    ap.add_argument("--rare", type=int, default=5, metavar="N",
+                    help="with --char-model: words seen fewer than N times in training are rare")
+    ap.add_argument("--char-dim", type=int, default=32, help="character embedding size")
     ap.add_argument("--n-train", type=int, default=1500, help="synthetic training sentences")
     ap.add_argument("--n-dev", type=int, default=200, help="synthetic held-out sentences")
     ap.add_argument("--seed", type=int, default=1)
@@ -160,18 +220,33 @@ def main(argv=None):
         train_raw = read_conll(args.train)
         dev_raw = read_conll(args.dev) if args.dev else train_raw[-len(train_raw) // 10:]
     else:
-        train_raw = synthetic_corpus(args.n_train, seed=args.seed)
-        dev_raw = synthetic_corpus(args.n_dev, seed=args.seed + 1000)
+        train_raw = synthetic_corpus(args.n_train, seed=args.seed, spelled=args.char_model)
+        dev_raw = synthetic_corpus(args.n_dev, seed=args.seed + 1000, spelled=args.char_model)
     words = Vocab((w for s in train_raw for w, _ in s), unk="<unk>")
     tags = Vocab(t for s in train_raw for _, t in s)
-    encode = lambda sent: ([words[w] for w, _ in sent], [tags[t] for _, t in sent])
+    counts = Counter(w for s in train_raw for w, _ in s)
+    chars = Vocab((c for w in counts for c in w), unk="<unk>") if args.char_model else None
+
+    def token(w):
+        """A word id, or for a rare word under --char-model its character ids."""
+        if chars is not None and counts[w] < args.rare and w:
+            return tuple(chars[c] for c in w)
+        return words[w]
+
+    encode = lambda sent: ([token(w) for w, _ in sent], [tags[t] for _, t in sent])
     train, dev = [encode(s) for s in train_raw], [encode(s) for s in dev_raw]
     n_tokens = sum(len(w) for w, _ in train)
     print(f"train: {len(train)} sentences, {n_tokens} tokens; dev: {len(dev)} sentences; "
           f"{len(words)} words, {len(tags)} tags; strategy {args.strategy!r}")
+    if chars is not None:
+        spelled = sum(isinstance(w, tuple) for ws, _ in train for w in ws)
+        print(f"character model: {len(chars)} characters; words seen fewer than {args.rare} times "
+              f"({sum(c < args.rare for c in counts.values())} of {len(counts)} word types, "
+              f"{spelled} of {n_tokens} training tokens) are spelled out")
 
     pc = dy.ParameterCollection(seed=args.seed)
-    tagger = Tagger(pc, len(words), len(tags), args.word_dim, args.hidden)
+    tagger = Tagger(pc, len(words), len(tags), args.word_dim, args.hidden,
+                    n_chars=len(chars) if chars is not None else 0, char_dim=args.char_dim)
     trainer = make_trainer(args.trainer, pc, args.lr)
     order = random.Random(args.seed)
 
@@ -189,8 +264,15 @@ def main(argv=None):
         losses.append(total / n_tokens)
         print(f"epoch {epoch}: loss per token {losses[-1]:.4f}  ({time.perf_counter() - t_epoch:.1f}s)")
 
-    acc = accuracy(tagger, dev, args.batch_size, args.strategy)
+    predicted = predict(tagger, dev, args.batch_size, args.strategy)
+    gold = np.array([t for _, ts in dev for t in ts])
+    acc = float(np.mean(predicted == gold))
     print(f"held-out tag accuracy: {acc:.3f}")
+    unknown = np.array([w not in counts for s in dev_raw for w, _ in s], dtype=bool)
+    unknown_acc = float(np.mean(predicted[unknown] == gold[unknown])) if unknown.any() else None
+    if chars is not None and unknown_acc is not None:
+        print(f"held-out tag accuracy on the {int(unknown.sum())} tokens of words unseen in training: "
+              f"{unknown_acc:.3f}")
 
     # What the scheduler did for one minibatch (forward pass), and what it does without batching.
     batch = train[:args.batch_size]
@@ -202,7 +284,7 @@ def main(argv=None):
     print(f"one step ({len(batch)} sentences, {sum(len(w) for w, _ in batch)} tokens): "
           f"{s['nodes']} nodes in {s['batches']} batches with {args.strategy!r} "
           f"({stats['none']['batches']} with 'none'); median step time {1000 * float(np.median(step_times)):.1f} ms")
-    return {"losses": losses, "accuracy": acc, "stats": stats,
+    return {"losses": losses, "accuracy": acc, "unknown_accuracy": unknown_acc, "stats": stats,
             "step_seconds": float(np.median(step_times))}
 
 
