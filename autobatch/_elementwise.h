@@ -12,6 +12,14 @@
 #include <string.h>
 #include "_fastmath.h"
 
+/* Each loop is also compiled for AVX2 and AVX-512 and the best the processor has is
+ * picked when the module loads (the portable build alone has only SSE2). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AB_NO_CLONES)
+#define AB_LOOP __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define AB_LOOP
+#endif
+
 #define SELU_L 1.0507009873554804934f
 #define SELU_A 1.6732632423543772848f
 
@@ -51,11 +59,11 @@ typedef void (*ab_binary_bwd)(float* d, int sd, const float* x, int sx, const fl
                               const float* z, const float* dz, int n);
 
 #define AB_DEFINE_UNARY(NAME, FWD, DERIV)                                           \
-static void ab_##NAME##_fwd(float* restrict y_, const float* restrict x_, int n, float A) { \
+AB_LOOP static void ab_##NAME##_fwd(float* restrict y_, const float* restrict x_, int n, float A) { \
     (void)A;                                                                        \
     for (int i = 0; i < n; i++) { const float X = x_[i]; y_[i] = (FWD); }           \
 }                                                                                   \
-static void ab_##NAME##_bwd(float* restrict dx_, const float* restrict x_,          \
+AB_LOOP static void ab_##NAME##_bwd(float* restrict dx_, const float* restrict x_,  \
                             const float* restrict y_, const float* restrict dy_,    \
                             int n, float A) {                                       \
     (void)A;                                                                        \
@@ -67,11 +75,11 @@ static void ab_##NAME##_bwd(float* restrict dx_, const float* restrict x_,      
 AB_UNARY_OPS(AB_DEFINE_UNARY)
 
 #define AB_DEFINE_BINARY(NAME, FWD, DX, DY)                                         \
-static void ab_##NAME##_fwd(float* restrict z_, const float* restrict x_, int sx,   \
+AB_LOOP static void ab_##NAME##_fwd(float* restrict z_, const float* restrict x_, int sx, \
                             const float* restrict y_, int sy, int n) {              \
     for (int i = 0; i < n; i++) { const float X = x_[i * sx], Y = y_[i * sy]; z_[i] = (FWD); } \
 }                                                                                   \
-static void ab_##NAME##_bwd_x(float* restrict d_, int sd, const float* restrict x_, int sx, \
+AB_LOOP static void ab_##NAME##_bwd_x(float* restrict d_, int sd, const float* restrict x_, int sx, \
                               const float* restrict y_, int sy, const float* restrict z_, \
                               const float* restrict dz_, int n) {                   \
     for (int i = 0; i < n; i++) {                                                   \
@@ -79,7 +87,7 @@ static void ab_##NAME##_bwd_x(float* restrict d_, int sd, const float* restrict 
         d_[i * sd] += (DX) * dz_[i];                                                \
     }                                                                               \
 }                                                                                   \
-static void ab_##NAME##_bwd_y(float* restrict d_, int sd, const float* restrict x_, int sx, \
+AB_LOOP static void ab_##NAME##_bwd_y(float* restrict d_, int sd, const float* restrict x_, int sx, \
                               const float* restrict y_, int sy, const float* restrict z_, \
                               const float* restrict dz_, int n) {                   \
     for (int i = 0; i < n; i++) {                                                   \
