@@ -41,14 +41,17 @@
     OP(constant_minus,  A - X,                            -1.0f)                    \
     OP(constant_divide, A / X,                            -Y / X)                   \
     OP(identity,        X,                                1.0f)                     \
-    OP(scale_gradient,  X,                                A)
+    OP(scale_gradient,  X,                                A)                        \
+    OP(gate_logistic,   ab_logistic(X + A),               Y * (1.0f - Y))  /* LSTM gates */
 
 #define AB_BINARY_OPS(OP)                                                           \
     OP(add,       X + Y,        1.0f,                    1.0f)                      \
     OP(subtract,  X - Y,        1.0f,                    -1.0f)                     \
     OP(cmult,     X * Y,        Y,                       X)                         \
     OP(cdiv,      X / Y,        1.0f / Y,                -Z / Y)                    \
-    OP(pow,       powf(X, Y),   Y * powf(X, Y - 1.0f),   Z * logf(X))
+    OP(pow,       powf(X, Y),   Y * powf(X, Y - 1.0f),   Z * logf(X))               \
+    OP(mul_tanh,  X * ab_fast_tanh(Y), ab_fast_tanh(Y),                                 \
+                  X * (1.0f - ab_fast_tanh(Y) * ab_fast_tanh(Y)))  /* LSTM: o * tanh(c) */
 
 typedef void (*ab_unary_fwd)(float* y, const float* x, int n, float A);
 typedef void (*ab_unary_bwd)(float* dx, const float* x, const float* y, const float* dy,

@@ -36,11 +36,6 @@ static inline float ab_logistic(float x) {
     return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
 }
 
-/* logistic through tanh: absolute error < 2e-7, fine for gates (the logistic op
- * itself uses the exact form, whose tails feed log losses) */
-static inline float ab_fast_logistic(float x) {
-    return 0.5f + 0.5f * ab_fast_tanh(0.5f * x);
-}
 /* exp for x <= 0 (arguments shifted by their maximum: softmax, log-sum-exp). Cody-Waite
  * range reduction and Cephes' polynomial, max relative error about 2 ulp. Below -87.3
  * it returns 2^-126 (the smallest normal float) instead of a slow denormal or 0. */

@@ -326,8 +326,6 @@ cdef extern from "_elementwise.h" nogil:
     int ab_find_binary(const char* name, ab_binary_fwd* fwd, ab_binary_bwd* bwd_x, ab_binary_bwd* bwd_y)
 
 cdef extern from "_fastmath.h" nogil:
-    float fast_tanh "ab_fast_tanh" (float x)
-    float fast_logistic "ab_fast_logistic" (float x)
     float exp_nonpos "ab_exp_nonpos" (float x)
     double fsum "ab_sum" (const float* x, int n)
     float fmax_of "ab_max" (const float* x, int n)
@@ -945,45 +943,47 @@ cdef void hinge_bwd(Batch* b) noexcept nogil:
 # activations, the cell update and the hidden output replaces about a dozen
 # elementwise nodes per step (LSTM: k = 1; binary Tree-LSTM: k = 2; its leaves: k = 0).
 
+# loops of _elementwise.h used by the fused kernels (bound in the op table below)
+cdef ab_unary_fwd gate_fwd
+cdef ab_unary_bwd gate_bwd
+cdef ab_unary_fwd tanh_loop_fwd
+cdef ab_unary_bwd tanh_loop_bwd
+cdef ab_binary_fwd mul_tanh_fwd
+cdef ab_binary_bwd mul_tanh_bwd_o, mul_tanh_bwd_c
+
 cdef void lstm_gates_fwd(Batch* b) noexcept nogil:
     # logistic on every block but the last (forget blocks get + fa), tanh on the last
     cdef Node* n0 = NODE(b, 0)
-    cdef int h = n0.ia, total = elems(n0), j, k, i
+    cdef int h = n0.ia, total = elems(n0), j, k
     cdef int nb = total // h
-    cdef float fb = n0.fa
     cdef float* x
     cdef float* y
     for j in range(b.n):
         for k in range(n0.bs):
             x = ARG(b, j, 0).val + k * total
             y = NODE(b, j).val + k * total
-            for i in range(h):
-                y[i] = fast_logistic(x[i])
-            for i in range(h, (nb - 2) * h):
-                y[i] = fast_logistic(x[i] + fb)
-            for i in range((nb - 2) * h, (nb - 1) * h):
-                y[i] = fast_logistic(x[i])
-            for i in range((nb - 1) * h, total):
-                y[i] = fast_tanh(x[i])
+            gate_fwd(y, x, h, 0.0)
+            gate_fwd(y + h, x + h, (nb - 3) * h, n0.fa)
+            gate_fwd(y + (nb - 2) * h, x + (nb - 2) * h, h, 0.0)
+            tanh_loop_fwd(y + (nb - 1) * h, x + (nb - 1) * h, h, 0.0)
 
 cdef void lstm_gates_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef int h = n0.ia, total = elems(n0), j, k, i
-    cdef int nsig = total - h
+    cdef int h = n0.ia, total = elems(n0), j, k
     cdef float* dx
+    cdef float* x
     cdef float* y
     cdef float* dy
     for j in range(b.n):
         for k in range(n0.bs):
             dx = ARG(b, j, 0).grad + k * total
+            x = ARG(b, j, 0).val + k * total
             y = NODE(b, j).val + k * total
             dy = NODE(b, j).grad + k * total
-            for i in range(nsig):
-                dx[i] += y[i] * (1.0 - y[i]) * dy[i]
-            for i in range(nsig, total):
-                dx[i] += (1.0 - y[i] * y[i]) * dy[i]
+            gate_bwd(dx, x, y, dy, total - h, 0.0)
+            tanh_loop_bwd(dx + total - h, x + total - h, y + total - h, dy + total - h, h, 0.0)
 
 cdef void lstm_cell_fwd(Batch* b) noexcept nogil:
     # c = i * g + sum_m f_m * c_m; arguments: gates, c_1 .. c_k
@@ -1034,44 +1034,29 @@ cdef void lstm_cell_bwd(Batch* b) noexcept nogil:
 cdef void lstm_hidden_fwd(Batch* b) noexcept nogil:
     # h = o * tanh(c); arguments: c, gates (o is the second-to-last block)
     cdef Node* n0 = NODE(b, 0)
-    cdef int h = n0.d0, G = elems(ARG(b, 0, 1)), j, k, i
-    cdef float* c
-    cdef float* o
-    cdef float* y
+    cdef int h = n0.d0, G = elems(ARG(b, 0, 1)), j, k
     for j in range(b.n):
         for k in range(n0.bs):
-            c = ARG(b, j, 0).val + k * h
-            o = ARG(b, j, 1).val + k * G + G - 2 * h
-            y = NODE(b, j).val + k * h
-            for i in range(h):
-                y[i] = o[i] * fast_tanh(c[i])
+            mul_tanh_fwd(NODE(b, j).val + k * h, ARG(b, j, 1).val + k * G + G - 2 * h, 1,
+                         ARG(b, j, 0).val + k * h, 1, h)
 
 cdef void lstm_hidden_bwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
-    cdef int h = n0.d0, G = elems(ARG(b, 0, 1)), j, k, i
-    cdef float* c
-    cdef float* o
-    cdef float* dc
-    cdef float* do
-    cdef float* dy
-    cdef float t
+    cdef int h = n0.d0, G = elems(ARG(b, 0, 1)), j, k
+    cdef Node* c
+    cdef Node* g
     cdef bint want_c = batch_arg_needs_grad(b, 0)
     cdef bint want_g = batch_arg_needs_grad(b, 1)
     for j in range(b.n):
+        c = ARG(b, j, 0)
+        g = ARG(b, j, 1)
         for k in range(n0.bs):
-            c = ARG(b, j, 0).val + k * h
-            dc = ARG(b, j, 0).grad + k * h
-            o = ARG(b, j, 1).val + k * G + G - 2 * h
-            do = ARG(b, j, 1).grad + k * G + G - 2 * h
-            dy = NODE(b, j).grad + k * h
-            # two plain loops (tanh recomputed) vectorise; one with tests inside does not
-            if want_c:
-                for i in range(h):
-                    t = fast_tanh(c[i])
-                    dc[i] += o[i] * (1.0 - t * t) * dy[i]
             if want_g:
-                for i in range(h):
-                    do[i] += fast_tanh(c[i]) * dy[i]
+                mul_tanh_bwd_o(g.grad + k * G + G - 2 * h, 1, g.val + k * G + G - 2 * h, 1,
+                               c.val + k * h, 1, NODE(b, j).val + k * h, NODE(b, j).grad + k * h, h)
+            if want_c:
+                mul_tanh_bwd_c(c.grad + k * h, 1, g.val + k * G + G - 2 * h, 1,
+                               c.val + k * h, 1, NODE(b, j).val + k * h, NODE(b, j).grad + k * h, h)
 
 # ------------------------------------------------------------ structure ----
 
@@ -1250,6 +1235,10 @@ defbinary(OP_SUB, b"subtract")
 defbinary(OP_CMULT, b"cmult")
 defbinary(OP_CDIV, b"cdiv")
 defbinary(OP_POW, b"pow")
+if not (ab_find_unary(b"gate_logistic", &gate_fwd, &gate_bwd)
+        and ab_find_unary(b"tanh", &tanh_loop_fwd, &tanh_loop_bwd)
+        and ab_find_binary(b"mul_tanh", &mul_tanh_fwd, &mul_tanh_bwd_o, &mul_tanh_bwd_c)):
+    raise RuntimeError("_elementwise.h lacks the loops of the fused LSTM kernels")
 
 defop(OP_ESUM, b"esum", ELEMENTWISE, -1, esum_fwd, esum_bwd)
 defop(OP_AVERAGE, b"average", ELEMENTWISE, -1, esum_fwd, esum_bwd)
