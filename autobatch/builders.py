@@ -6,7 +6,7 @@ usual; the engine batches the steps of all instances. The LSTM builders record o
 fused node per gate activation, cell update and hidden output (see `lstm_gates`).
 """
 from autobatch._core import (
-    Expression, affine_transform, cmult, concatenate, dropout, logistic, lstm_cell,
+    Expression, affine_transform, cg_version, cmult, concatenate, dropout, logistic, lstm_cell,
     lstm_gates, lstm_hidden, ones, parameter, tanh, zeros,
 )
 
@@ -87,6 +87,7 @@ class _RNNBuilder:
         self.dropout_rate = 0.0
         self.dropout_rate_h = 0.0
         self._update = True
+        self._param_key = None
 
     @property
     def spec(self):
@@ -159,7 +160,12 @@ class _RNNBuilder:
         return masks
 
     def _layer_params(self, layer):
-        return [parameter(p, update=self._update) for p in self._params[layer]]
+        # the expressions of a graph are the same for every step: make them once
+        key = (cg_version(), self._update)
+        if self._param_key != key:
+            self._param_key = key
+            self._param_exprs = [[parameter(p, update=self._update) for p in ps] for ps in self._params]
+        return self._param_exprs[layer]
 
     def _step(self, state, x):
         hs, cs = [], [] if self._has_cell else None
