@@ -1,0 +1,313 @@
+# The current graph, the Expression handle and its operators. Included by _core.pyx.
+
+# ----------------------------------------------------------- current graph ----
+
+cdef ComputationGraph _cg = ComputationGraph(None)
+cdef int _version = 0
+cdef uint64_t _seed_state = 0x5DEECE66D
+
+
+def renew_cg(immediate_compute=False, check_validity=False, strategy=None, autobatching=None):
+    """Start a new computation graph; every earlier Expression becomes stale."""
+    global _version, _seed_state
+    _version += 1
+    _seed_state += 1
+    _cg.renew(strategy, _version, _seed_state)
+    return _cg
+
+
+def cg_version():
+    return _version
+
+
+def cg():
+    """The current computation graph."""
+    return _cg
+
+
+def set_random_seed(uint64_t seed):
+    """Seed for dropout/noise/random_normal in later graphs (parameters use numpy's)."""
+    global _seed_state
+    _seed_state = seed
+    rng_seed(&_cg.rng, seed)
+
+
+cdef inline Node* _check(Expression e) except NULL:
+    if e.version != _version:
+        raise StaleExpressionError(
+            "stale Expression: it was created before the computation graph was renewed")
+    return &_cg.nodes[e.idx]
+
+
+cdef inline Expression _wrap(int32_t idx):
+    cdef Expression e = Expression.__new__(Expression)
+    e.idx = idx
+    e.version = _version
+    return e
+
+
+cdef str _dimstr(Node* n):
+    s = f"({n.d0},)" if n.d1 == 1 else f"({n.d0}, {n.d1})"
+    return s if n.bs == 1 else f"{s} x batch {n.bs}"
+
+
+cdef inline int _bs2(str op, Node* x, Node* y) except -1:
+    """Batch size of an op over x and y; one of them may broadcast."""
+    if x.bs == y.bs or y.bs == 1:
+        return x.bs
+    if x.bs == 1:
+        return y.bs
+    raise DimensionError(f"{op}: batch sizes {x.bs} and {y.bs} do not match")
+
+
+# ------------------------------------------------------------------ Expression ----
+
+@cython.freelist(1024)
+cdef class Expression:
+    """Handle to a node of the current computation graph (graph version + index)."""
+    cdef int32_t idx
+    cdef int32_t version
+
+    @property
+    def vindex(self):
+        return self.idx
+
+    @property
+    def cg_version(self):
+        return self.version
+
+    def is_stale(self):
+        return self.version != _version
+
+    def dim(self):
+        """(shape, batch size), as in DyNet."""
+        cdef Node* n = _check(self)
+        return _cg.shape_of(self.idx), n.bs
+
+    def forward(self, recalculate=False):
+        _check(self)
+        _cg.forward_to(self.idx)
+        return self
+
+    incremental_forward = forward
+
+    def value(self, recalculate=False):
+        """A float for a scalar, a list for a vector, else a numpy array."""
+        cdef Node* n = _check(self)
+        _cg.forward_to(self.idx)
+        n = &_cg.nodes[self.idx]
+        if n.size == 1:
+            return float(n.val[0])
+        if n.d1 == 1 and n.bs == 1:
+            return [float(n.val[i]) for i in range(n.d0)]
+        return _cg.value_array(self.idx, False)
+
+    def npvalue(self, recalculate=False):
+        """Numpy copy of the value; the batch is the last axis when batch size > 1."""
+        _check(self)
+        _cg.forward_to(self.idx)
+        return _cg.value_array(self.idx, False)
+
+    def scalar_value(self, recalculate=False):
+        cdef Node* n = _check(self)
+        if n.size != 1:
+            raise ValueError(f"scalar_value() of an expression of shape {_dimstr(n)}")
+        _cg.forward_to(self.idx)
+        return float(_cg.nodes[self.idx].val[0])
+
+    def vec_value(self, recalculate=False):
+        """The value flattened to a list (column-major, batch last)."""
+        _check(self)
+        _cg.forward_to(self.idx)
+        return _cg.value_array(self.idx, False).ravel(order="F").tolist()
+
+    def tensor_value(self, recalculate=False):
+        return self.npvalue()
+
+    def backward(self, full=False):
+        """Accumulate d(self)/d(parameter) into every parameter's gradient."""
+        _check(self)
+        _cg.backward_from(self.idx)
+
+    def gradient(self):
+        """d(last backward's loss)/d(self) as numpy (zeros where nothing flows)."""
+        cdef Node* n = _check(self)
+        if not (n.flags & F_DONE):
+            raise RuntimeError("gradient() before forward/backward")
+        return _cg.value_array(self.idx, True)
+
+    def __repr__(self):
+        if self.version != _version:
+            return f"<Expression {self.idx} (stale)>"
+        n = &_cg.nodes[self.idx]
+        return f"<Expression {self.idx}: {OP_NAMES[n.op]} {_dimstr(n)}>"
+
+    def __add__(self, other):
+        return _add(self, other)
+
+    def __radd__(self, other):
+        return _add(other, self)
+
+    def __sub__(self, other):
+        return _sub(self, other)
+
+    def __rsub__(self, other):
+        return _sub(other, self)
+
+    def __mul__(self, other):
+        return _mul(self, other)
+
+    def __rmul__(self, other):
+        return _mul(other, self)
+
+    def __truediv__(self, other):
+        return _div(self, other)
+
+    def __rtruediv__(self, other):
+        return _div(other, self)
+
+    def __neg__(self):
+        return _unary(OP_NEG, self, 0.0)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            if index.step not in (None, 1):
+                raise ValueError("slices of expressions take no step")
+            n = _check(self)
+            start = 0 if index.start is None else index.start
+            stop = n.d0 if index.stop is None else index.stop
+            return pick_range(self, start, stop)
+        return pick(self, index)
+
+
+cdef inline Expression _as_expr(object x):
+    if isinstance(x, Expression):
+        return <Expression>x
+    if isinstance(x, Parameters):
+        return (<Parameters>x).expr()
+    if isinstance(x, LookupParameters):
+        return (<LookupParameters>x).expr()
+    raise TypeError(f"expected an Expression, got {type(x).__name__}")
+
+
+cdef inline bint _is_number(object x):
+    return isinstance(x, (int, float)) or isinstance(x, np.number)
+
+
+cdef Expression _add(object x, object y):
+    if _is_number(y):
+        return _unary(OP_ADD_CONST, _as_expr(x), y)
+    if _is_number(x):
+        return _unary(OP_ADD_CONST, _as_expr(y), x)
+    return _binary(OP_ADD, _as_expr(x), _as_expr(y))
+
+
+cdef Expression _sub(object x, object y):
+    if _is_number(y):
+        return _unary(OP_ADD_CONST, _as_expr(x), -y)
+    if _is_number(x):
+        return _unary(OP_RSUB_CONST, _as_expr(y), x)
+    return _binary(OP_SUB, _as_expr(x), _as_expr(y))
+
+
+cdef Expression _mul(object x, object y):
+    if _is_number(y):
+        return _unary(OP_MUL_CONST, _as_expr(x), y)
+    if _is_number(x):
+        return _unary(OP_MUL_CONST, _as_expr(y), x)
+    cdef Expression a = _as_expr(x), b = _as_expr(y)
+    cdef Node* na = _check(a)
+    cdef Node* nb = _check(b)
+    if na.d1 == nb.d0 or (na.d0 * na.d1 != 1 and nb.d0 * nb.d1 != 1):
+        return _matmul(a, b)
+    return _binary(OP_CMULT, a, b)      # a scalar times an expression
+
+
+cdef Expression _div(object x, object y):
+    if _is_number(y):
+        if y == 0:
+            raise ZeroDivisionError("expression divided by zero")
+        return _unary(OP_MUL_CONST, _as_expr(x), 1.0 / y)
+    if _is_number(x):
+        return _unary(OP_RDIV_CONST, _as_expr(y), x)
+    return _binary(OP_CDIV, _as_expr(x), _as_expr(y))
+
+
+cdef inline Expression _unary(int op, Expression x, float fa):
+    cdef Node* n = _check(x)
+    return _wrap(_cg.add_node(op, 1, &x.idx, n.d0, n.d1, n.bs, 0, 0, fa, 0))
+
+
+cdef Expression _binary(int op, Expression x, Expression y):
+    """Elementwise op with broadcasting of a single element or a single batch element."""
+    cdef Node* a = _check(x)
+    cdef Node* b = _check(y)
+    cdef int32_t argv[2]
+    cdef Node* shape = a
+    name = OP_NAMES[op]
+    if a.d0 != b.d0 or a.d1 != b.d1:
+        if b.d0 * b.d1 == 1:
+            shape = a
+        elif a.d0 * a.d1 == 1:
+            shape = b
+        else:
+            raise DimensionError(f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not match")
+    cdef int bs = _bs2(name, a, b)
+    argv[0] = x.idx
+    argv[1] = y.idx
+    return _wrap(_cg.add_node(op, 2, argv, shape.d0, shape.d1, bs, 0, 0, 0.0, 0))
+
+
+cdef Expression _matmul(Expression x, Expression y):
+    cdef Node* a = _check(x)
+    cdef Node* b = _check(y)
+    if a.d1 != b.d0:
+        raise DimensionError(f"matmul: cannot multiply {_dimstr(a)} by {_dimstr(b)}")
+    cdef int bs = _bs2("matmul", a, b)
+    cdef int32_t argv[2]
+    argv[0] = x.idx
+    argv[1] = y.idx
+    return _wrap(_cg.add_node(OP_MATMUL, 2, argv, a.d0, b.d1, bs, 0, 0, 0.0, 0))
+
+
+cdef int32_t _collect(object xs, str name, int32_t** out) except -1:
+    """Argument ids of a list of expressions, in a malloc'd array."""
+    cdef Py_ssize_t k, n = len(xs)
+    if n == 0:
+        raise ValueError(f"{name}: needs at least one expression")
+    cdef int32_t* ids = <int32_t*>malloc(n * sizeof(int32_t))
+    if ids == NULL:
+        raise MemoryError()
+    cdef Expression e
+    try:
+        for k in range(n):
+            e = _as_expr(xs[k])
+            _check(e)
+            ids[k] = e.idx
+    except BaseException:
+        free(ids)
+        raise
+    out[0] = ids
+    return <int32_t>n
+
+
+cdef Expression _nary_same(int op, object xs, bint allow_batch_broadcast):
+    cdef int32_t* ids = NULL
+    cdef int32_t n = _collect(xs, OP_NAMES[op], &ids)
+    cdef Node* a
+    cdef Node* first = &_cg.nodes[ids[0]]
+    cdef int k, bs = first.bs
+    try:
+        for k in range(n):
+            a = &_cg.nodes[ids[k]]
+            if a.d0 != first.d0 or a.d1 != first.d1:
+                raise DimensionError(f"{OP_NAMES[op]}: argument {k} has shape {_dimstr(a)}, "
+                                     f"argument 0 has {_dimstr(first)}")
+            if a.bs != bs:
+                if allow_batch_broadcast and (a.bs == 1 or bs == 1):
+                    bs = a.bs if bs == 1 else bs
+                else:
+                    raise DimensionError(f"{OP_NAMES[op]}: batch sizes {a.bs} and {bs} do not match")
+        return _wrap(_cg.add_node(op, n, ids, first.d0, first.d1, bs, 0, 0, 0.0, 0))
+    finally:
+        free(ids)

@@ -1,0 +1,511 @@
+# The expression functions of DyNet's API: shape checks, then one node each.
+# Included by _core.pyx.
+
+# ---------------------------------------------------- expression functions ----
+
+def parameter(*ps, update=True):
+    """Parameters as expressions (one node per parameter per graph)."""
+    out = []
+    for p in ps:
+        if isinstance(p, Parameters):
+            out.append((<Parameters>p).expr(update))
+        elif isinstance(p, LookupParameters):
+            out.append((<LookupParameters>p).expr(update))
+        else:
+            raise TypeError(f"parameter() takes Parameters, got {type(p).__name__}")
+    return out[0] if len(out) == 1 else out
+
+
+def const_parameter(*ps):
+    return parameter(*ps, update=False)
+
+
+cdef object _as_index(object i, str name):
+    """An integer index; floats and other non-integers are refused, not truncated."""
+    try:
+        return operator.index(i)
+    except TypeError:
+        raise TypeError(f"{name}: index must be an int, got {type(i).__name__}") from None
+
+
+def lookup(LookupParameters p not None, index, update=True):
+    """Row `index` of a lookup table (no copy: the node reads the table's memory)."""
+    cdef long i = _as_index(index, "lookup")
+    p._row_check(i)
+    cdef int32_t n = _cg.add_node(OP_LOOKUP, 0, NULL, p.row_size, 1, 1, 0, 0, 0.0, <int32_t>i)
+    _cg.nodes[n].val = p.vptr + i * p.row_size
+    _cg.nodes[n].flags |= F_ALIAS
+    if update and p._updated:
+        _cg.nodes[n].grad = p.gptr + i * p.row_size
+        _cg.nodes[n].flags |= F_NEEDS_GRAD
+        p.used[i] = 1
+    if not _cg.keepalive or _cg.keepalive[len(_cg.keepalive) - 1] is not p:
+        _cg.keepalive.append(p)
+    return _wrap(n)
+
+
+def lookup_batch(LookupParameters p not None, indices, update=True):
+    """Rows as one expression with a batch element per index."""
+    idx = [_as_index(i, "lookup_batch") for i in indices]
+    if not idx:
+        raise ValueError("lookup_batch: needs at least one index")
+    for i in idx:
+        p._row_check(i)
+    cdef int32_t at = _cg.add_ints(idx, len(idx))
+    cdef int32_t n = _cg.add_node(OP_LOOKUP_BATCH, 0, NULL, p.row_size, 1, len(idx), 0, 0, 0.0, at)
+    _cg.nodes[n].src = p.vptr
+    if update and p._updated:
+        _cg.nodes[n].srcgrad = p.gptr
+        _cg.nodes[n].flags |= F_NEEDS_GRAD
+        for i in idx:
+            p.used[i] = 1
+    _cg.keepalive.append(p)
+    return _wrap(n)
+
+
+cdef Expression _leaf_from_flat(object flat, int d0, int d1, int bs):
+    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, bs, 0, 0, 0.0, 0)
+    cdef float* dst = _cg.leaf_memory(i)
+    cdef float[::1] src
+    if d0 * d1 * bs > 0:
+        src = flat
+        memcpy(dst, &src[0], d0 * d1 * bs * sizeof(float))
+    return _wrap(i)
+
+
+cdef tuple _dims(object dim):
+    if isinstance(dim, (int, np.integer)):
+        dim = (int(dim),)
+    dim = tuple(int(d) for d in dim)
+    if not 1 <= len(dim) <= 2 or any(d <= 0 for d in dim):
+        raise DimensionError(f"shapes have 1 or 2 positive dimensions, got {dim}")
+    return (dim[0], dim[1] if len(dim) == 2 else 1)
+
+
+def inputTensor(arr, batched=False, device=""):
+    """A constant from a numpy array (or nested lists); with batched=True the last
+    axis is the batch."""
+    a = np.asarray(arr, dtype=np.float32)
+    if not np.all(np.isfinite(a)):
+        raise ValueError("inputTensor: the input holds NaN or infinity")
+    shape = a.shape
+    bs = 1
+    if batched:
+        if a.ndim == 0:
+            raise DimensionError("inputTensor(batched=True) needs at least one axis")
+        bs = shape[len(shape) - 1]
+        shape = shape[:len(shape) - 1]
+    if len(shape) == 0:
+        shape = (1,)
+    if len(shape) > 2:
+        raise DimensionError(f"inputTensor: at most 2 dimensions (plus batch), got {a.shape}")
+    d0, d1 = shape[0], (shape[1] if len(shape) == 2 else 1)
+    if d0 * d1 * bs == 0:
+        raise DimensionError(f"inputTensor: empty input of shape {a.shape}")
+    return _leaf_from_flat(np.ascontiguousarray(a.ravel(order="F")), d0, d1, bs)
+
+
+def inputVector(v):
+    return inputTensor(np.asarray(v, dtype=np.float32).reshape(-1))
+
+
+def scalarInput(float x):
+    return inputTensor(np.array([x], dtype=np.float32))
+
+
+def inputMatrix(v, d):
+    """DyNet's column-major matrix input from a flat list."""
+    return inputTensor(np.asarray(v, dtype=np.float32).reshape(tuple(d), order="F"))
+
+
+def constant(dim, float val, int batch_size=1):
+    d0, d1 = _dims(dim)
+    return _leaf_from_flat(np.full(d0 * d1 * batch_size, val, dtype=np.float32), d0, d1, batch_size)
+
+
+def zeros(dim, int batch_size=1):
+    return constant(dim, 0.0, batch_size)
+
+
+def ones(dim, int batch_size=1):
+    return constant(dim, 1.0, batch_size)
+
+
+def random_normal(dim, float mean=0.0, float stddev=1.0, int batch_size=1):
+    d0, d1 = _dims(dim)
+    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, batch_size, 0, 0, 0.0, 0)
+    cdef float* p = _cg.leaf_memory(i)
+    cdef int k
+    for k in range(d0 * d1 * batch_size):
+        p[k] = mean + stddev * rng_normal(&_cg.rng)
+    return _wrap(i)
+
+
+def random_uniform(dim, float left, float right, int batch_size=1):
+    d0, d1 = _dims(dim)
+    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, batch_size, 0, 0, 0.0, 0)
+    cdef float* p = _cg.leaf_memory(i)
+    cdef int k
+    for k in range(d0 * d1 * batch_size):
+        p[k] = left + (right - left) * rng_uniform(&_cg.rng)
+    return _wrap(i)
+
+
+# unary elementwise
+def tanh(Expression x): return _unary(OP_TANH, x, 0.0)
+def logistic(Expression x): return _unary(OP_LOGISTIC, x, 0.0)
+def rectify(Expression x): return _unary(OP_RELU, x, 0.0)
+def elu(Expression x, float alpha=1.0): return _unary(OP_ELU, x, alpha)
+def selu(Expression x): return _unary(OP_SELU, x, 0.0)
+def exp(Expression x): return _unary(OP_EXP, x, 0.0)
+def log(Expression x): return _unary(OP_LOG, x, 0.0)
+def sqrt(Expression x): return _unary(OP_SQRT, x, 0.0)
+def square(Expression x): return _unary(OP_SQUARE, x, 0.0)
+def abs(Expression x): return _unary(OP_ABS, x, 0.0)
+def nobackprop(Expression x): return _unary(OP_NOBACKPROP, x, 0.0)
+def scale_gradient(Expression x, float lambd=1.0): return _unary(OP_SCALE_GRAD, x, lambd)
+
+
+def dropout(Expression x, float p):
+    """Zero each element with probability p, scale the rest by 1/(1-p)."""
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1), got {p}")
+    return _unary(OP_DROPOUT, x, p)
+
+
+def noise(Expression x, float stddev):
+    if stddev < 0:
+        raise ValueError(f"noise: stddev must be >= 0, got {stddev}")
+    return _unary(OP_NOISE, x, stddev)
+
+
+def cmult(x, y): return _binary(OP_CMULT, _as_expr(x), _as_expr(y))
+def cdiv(x, y): return _binary(OP_CDIV, _as_expr(x), _as_expr(y))
+
+
+def pow(x, y):
+    """Elementwise x ** y; y may be a one-element expression (or a number)."""
+    if _is_number(y):
+        y = constant((1,), y)
+    return _binary(OP_POW, _as_expr(x), _as_expr(y))
+
+
+def esum(xs): return _nary_same(OP_ESUM, xs, True)
+def average(xs): return _nary_same(OP_AVERAGE, xs, True)
+def logsumexp(xs): return _nary_same(OP_LOGSUMEXP, xs, False)
+
+
+def concatenate_to_batch(xs):
+    cdef int32_t* ids = NULL
+    cdef int32_t n = _collect(xs, "concatenate_to_batch", &ids)
+    cdef Node* a
+    cdef Node* first = &_cg.nodes[ids[0]]
+    cdef int k, bs = 0
+    try:
+        for k in range(n):
+            a = &_cg.nodes[ids[k]]
+            if a.d0 != first.d0 or a.d1 != first.d1:
+                raise DimensionError(f"concatenate_to_batch: argument {k} has shape {_dimstr(a)}, "
+                                     f"argument 0 has {_dimstr(first)}")
+            bs += a.bs
+        return _wrap(_cg.add_node(OP_CONCAT_TO_BATCH, n, ids, first.d0, first.d1, bs, 0, 0, 0.0, 0))
+    finally:
+        free(ids)
+
+
+def concatenate(xs, int d=0):
+    """Concatenate along rows (d=0) or columns (d=1)."""
+    if d not in (0, 1):
+        raise DimensionError(f"concatenate: d must be 0 or 1, got {d}")
+    cdef int32_t* ids = NULL
+    cdef int32_t n = _collect(xs, "concatenate", &ids)
+    cdef Node* a
+    cdef Node* first = &_cg.nodes[ids[0]]
+    cdef int k, total = 0, bs = first.bs
+    try:
+        for k in range(n):
+            a = &_cg.nodes[ids[k]]
+            if (d == 0 and a.d1 != first.d1) or (d == 1 and a.d0 != first.d0):
+                raise DimensionError(f"concatenate(d={d}): argument {k} has shape {_dimstr(a)}, "
+                                     f"argument 0 has {_dimstr(first)}")
+            if a.bs != bs:
+                if a.bs == 1 or bs == 1:
+                    bs = a.bs if bs == 1 else bs
+                else:
+                    raise DimensionError(f"concatenate: batch sizes {a.bs} and {bs} do not match")
+            total += a.d0 if d == 0 else a.d1
+        if d == 0:
+            return _wrap(_cg.add_node(OP_CONCAT, n, ids, total, first.d1, bs, 0, 0, 0.0, 0))
+        return _wrap(_cg.add_node(OP_CONCAT, n, ids, first.d0, total, bs, 1, 0, 0.0, 0))
+    finally:
+        free(ids)
+
+
+def concatenate_cols(xs):
+    return concatenate(xs, 1)
+
+
+def affine_transform(xs):
+    """xs = [b, W1, x1, W2, x2, ...]: b + W1 x1 + W2 x2 + ..."""
+    xs = list(xs)
+    if len(xs) % 2 != 1:
+        raise ValueError("affine_transform: expects [b, W1, x1, W2, x2, ...] (an odd number)")
+    if len(xs) == 1:
+        return _as_expr(xs[0])
+    cdef int32_t* ids = NULL
+    cdef int32_t n = _collect(xs, "affine_transform", &ids)
+    cdef Node* b = &_cg.nodes[ids[0]]
+    cdef Node* w
+    cdef Node* x
+    cdef int k, rows = -1, cols = -1, bs = b.bs
+    try:
+        for k in range(1, n, 2):
+            w = &_cg.nodes[ids[k]]
+            x = &_cg.nodes[ids[k + 1]]
+            if w.d1 != x.d0 or (rows >= 0 and (w.d0 != rows or x.d1 != cols)):
+                raise DimensionError(f"affine_transform: term {k // 2} multiplies {_dimstr(w)} by "
+                                     f"{_dimstr(x)}")
+            rows, cols = w.d0, x.d1
+            for a in (w.bs, x.bs):
+                if a != bs:
+                    if a == 1 or bs == 1:
+                        bs = a if bs == 1 else bs
+                    else:
+                        raise DimensionError(f"affine_transform: batch sizes {a} and {bs} do not match")
+        if b.d0 != rows or not (b.d1 == 1 or b.d1 == cols):
+            raise DimensionError(f"affine_transform: bias of shape {_dimstr(b)} does not fit a "
+                                 f"({rows}, {cols}) result")
+        return _wrap(_cg.add_node(OP_AFFINE, n, ids, rows, cols, bs, 0, 0, 0.0, 0))
+    finally:
+        free(ids)
+
+
+cdef Expression _reduce(int op, Expression x):
+    cdef Node* n = _check(x)
+    return _wrap(_cg.add_node(op, 1, &x.idx, 1, 1, n.bs, 0, 0, 0.0, 0))
+
+
+def sum_elems(Expression x): return _reduce(OP_SUM_ELEMS, x)
+def mean_elems(Expression x): return _reduce(OP_MEAN_ELEMS, x)
+def squared_norm(Expression x): return _reduce(OP_SQUARED_NORM, x)
+def l2_norm(Expression x): return _reduce(OP_L2_NORM, x)
+
+
+cdef Expression _pair_reduce(int op, Expression x, Expression y):
+    cdef Node* a = _check(x)
+    cdef Node* b = _check(y)
+    name = OP_NAMES[op]
+    if a.d0 != b.d0 or a.d1 != b.d1:
+        raise DimensionError(f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not match")
+    cdef int bs = _bs2(name, a, b)
+    cdef int32_t argv[2]
+    argv[0] = x.idx
+    argv[1] = y.idx
+    return _wrap(_cg.add_node(op, 2, argv, 1, 1, bs, 0, 0, 0.0, 0))
+
+
+def dot_product(Expression x, Expression y): return _pair_reduce(OP_DOT, x, y)
+def squared_distance(Expression x, Expression y): return _pair_reduce(OP_SQUARED_DISTANCE, x, y)
+def binary_log_loss(Expression x, Expression y): return _pair_reduce(OP_BINARY_LOG_LOSS, x, y)
+
+
+def sum_batches(Expression x):
+    cdef Node* n = _check(x)
+    return _wrap(_cg.add_node(OP_SUM_BATCHES, 1, &x.idx, n.d0, n.d1, 1, 0, 0, 0.0, 0))
+
+
+def max_dim(Expression x, int d=0):
+    """Max over rows (d=0: one per column) or over columns (d=1: one per row)."""
+    cdef Node* n = _check(x)
+    if d not in (0, 1):
+        raise DimensionError(f"max_dim: d must be 0 or 1, got {d}")
+    cdef int out = n.d1 if d == 0 else n.d0
+    return _wrap(_cg.add_node(OP_MAX_DIM, 1, &x.idx, out, 1, n.bs, d, 0, 0.0, 0))
+
+
+def softmax(Expression x, int d=0):
+    if d != 0:
+        raise DimensionError("softmax: only d=0 (over each column) is supported")
+    return _unary(OP_SOFTMAX, x, 0.0)
+
+
+def log_softmax(Expression x, restrict=None):
+    if restrict is not None:
+        raise NotImplementedError("log_softmax(restrict=...) is not supported")
+    return _unary(OP_LOG_SOFTMAX, x, 0.0)
+
+
+cdef int32_t _index_list(object index, int bs, int limit, str name) except -1:
+    """Store one index per batch element (a single int is repeated); check the range."""
+    if isinstance(index, (list, tuple, np.ndarray)):
+        idx = [_as_index(i, name) for i in index]
+        if len(idx) != bs:
+            raise ValueError(f"{name}: {len(idx)} indices for a batch of {bs}")
+    else:
+        idx = [_as_index(index, name)] * bs
+    for i in idx:
+        if not 0 <= i < limit:
+            raise IndexError(f"{name}: index {i} out of range [0, {limit})")
+    return _cg.add_ints(idx, bs)
+
+
+def pickneglogsoftmax(Expression x, v):
+    """-log softmax(x)[v]; v is an int or one int per batch element."""
+    cdef Node* n = _check(x)
+    if n.d1 != 1:
+        raise DimensionError(f"pickneglogsoftmax: needs a vector, got {_dimstr(n)}")
+    cdef int bs = n.bs
+    if isinstance(v, (list, tuple, np.ndarray)):
+        bs = len(v) if n.bs == 1 else n.bs
+    cdef int32_t at = _index_list(v, bs, n.d0, "pickneglogsoftmax")
+    return _wrap(_cg.add_node(OP_PICKNLS, 1, &x.idx, 1, 1, bs, 0, 0, 0.0, at))
+
+
+def pickneglogsoftmax_batch(Expression x, v):
+    return pickneglogsoftmax(x, list(v))
+
+
+def hinge(Expression x, v, float m=1.0):
+    cdef Node* n = _check(x)
+    if n.d1 != 1:
+        raise DimensionError(f"hinge: needs a vector, got {_dimstr(n)}")
+    cdef int bs = n.bs
+    if isinstance(v, (list, tuple, np.ndarray)):
+        bs = len(v) if n.bs == 1 else n.bs
+    cdef int32_t at = _index_list(v, bs, n.d0, "hinge")
+    return _wrap(_cg.add_node(OP_HINGE, 1, &x.idx, 1, 1, bs, 0, 0, m, at))
+
+
+def hinge_batch(Expression x, v, float m=1.0):
+    return hinge(x, list(v), m)
+
+
+def pick(Expression x, v, int d=0):
+    """Element v along dimension d (DyNet: that dimension is removed)."""
+    cdef Node* n = _check(x)
+    if d not in (0, 1):
+        raise DimensionError(f"pick: d must be 0 or 1, got {d}")
+    cdef int bs = n.bs
+    if isinstance(v, (list, tuple, np.ndarray)):
+        bs = len(v) if n.bs == 1 else n.bs
+    cdef int limit = n.d0 if d == 0 else n.d1
+    cdef int32_t at = _index_list(v, bs, limit, "pick")
+    cdef int out = (n.d1 if d == 0 else n.d0)
+    return _wrap(_cg.add_node(OP_PICK, 1, &x.idx, out, 1, bs, d, 0, 0.0, at))
+
+
+def pick_batch(Expression x, v, int d=0):
+    return pick(x, list(v), d)
+
+
+def pick_range(Expression x, s, e, int d=0):
+    """Elements [s, e) along dimension d."""
+    s, e = _as_index(s, "pick_range"), _as_index(e, "pick_range")
+    cdef Node* n = _check(x)
+    if d not in (0, 1):
+        raise DimensionError(f"pick_range: d must be 0 or 1, got {d}")
+    cdef int limit = n.d0 if d == 0 else n.d1
+    if not 0 <= s < e <= limit:
+        raise IndexError(f"pick_range: range [{s}, {e}) is not inside [0, {limit})")
+    if d == 0:
+        return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, e - s, n.d1, n.bs, 0, 0, 0.0, s))
+    return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, n.d0, e - s, n.bs, 1, 0, 0.0, s))
+
+
+def pick_batch_elems(Expression x, indices):
+    cdef Node* n = _check(x)
+    idx = [_as_index(i, "pick_batch_elems") for i in indices]
+    if not idx:
+        raise ValueError("pick_batch_elems: needs at least one index")
+    for i in idx:
+        if not 0 <= i < n.bs:
+            raise IndexError(f"pick_batch_elems: batch element {i} out of range [0, {n.bs})")
+    cdef int32_t at = _cg.add_ints(idx, len(idx))
+    n = &_cg.nodes[x.idx]
+    return _wrap(_cg.add_node(OP_PICK_BATCH_ELEMS, 1, &x.idx, n.d0, n.d1, len(idx), 0, 0, 0.0, at))
+
+
+def pick_batch_elem(Expression x, int i):
+    return pick_batch_elems(x, [i])
+
+
+def transpose(Expression x):
+    cdef Node* n = _check(x)
+    return _wrap(_cg.add_node(OP_TRANSPOSE, 1, &x.idx, n.d1, n.d0, n.bs, 0, 0, 0.0, 0))
+
+
+def reshape(Expression x, d, batch_size=None):
+    cdef Node* n = _check(x)
+    d0, d1 = _dims(d)
+    bs = n.bs if batch_size is None else int(batch_size)
+    if bs != n.bs:
+        raise DimensionError("reshape: changing the batch size is not supported")
+    if d0 * d1 != n.d0 * n.d1:
+        raise DimensionError(f"reshape: cannot reshape {_dimstr(n)} to {tuple(d)}")
+    return _wrap(_cg.add_node(OP_RESHAPE, 1, &x.idx, d0, d1, n.bs, 0, 0, 0.0, 0))
+
+
+# ---------------------------------------------------------- fused LSTM ops ----
+# Gate vectors hold blocks of `hidden_dim`: [i, f_1 .. f_k, o, g].
+
+def lstm_gates(Expression pre, int hidden_dim, float forget_bias=0.0):
+    """Gate activations of a pre-activation vector of blocks [i, f_1..f_k, o, g]:
+    logistic on all blocks but the last (forget blocks get + forget_bias), tanh on g."""
+    cdef Node* n = _check(pre)
+    if hidden_dim <= 0 or n.d1 != 1 or n.d0 % hidden_dim != 0 or n.d0 // hidden_dim < 3:
+        raise DimensionError(f"lstm_gates: pre-activations of shape {_dimstr(n)} are not "
+                             f"3 or more blocks of {hidden_dim}")
+    return _wrap(_cg.add_node(OP_LSTM_GATES, 1, &pre.idx, n.d0, 1, n.bs, hidden_dim, 0,
+                              forget_bias, 0))
+
+
+def lstm_cell(Expression gates, prev_cells=()):
+    """Cell update c = i * g + sum_m f_m * prev_cells[m] (gates from lstm_gates with
+    len(prev_cells) forget blocks)."""
+    cdef Node* g = _check(gates)
+    cdef int k = len(prev_cells)
+    if g.d1 != 1 or g.d0 % (k + 3) != 0:
+        raise DimensionError(f"lstm_cell: gates of shape {_dimstr(g)} are not {k + 3} blocks")
+    cdef int h = g.d0 // (k + 3)
+    cdef int32_t* ids = NULL
+    cdef int32_t n = _collect([gates] + list(prev_cells), "lstm_cell", &ids)
+    cdef Node* c
+    try:
+        for m in range(1, n):
+            c = &_cg.nodes[ids[m]]
+            if c.d0 != h or c.d1 != 1 or c.bs != g.bs:
+                raise DimensionError(f"lstm_cell: previous cell {m - 1} has shape {_dimstr(c)}, "
+                                     f"expected ({h},) with batch {g.bs}")
+        return _wrap(_cg.add_node(OP_LSTM_CELL, n, ids, h, 1, g.bs, 0, 0, 0.0, 0))
+    finally:
+        free(ids)
+
+
+def lstm_hidden(Expression cell, Expression gates):
+    """Hidden output h = o * tanh(cell); o is the second-to-last block of gates."""
+    cdef Node* c = _check(cell)
+    cdef Node* g = _check(gates)
+    if c.d1 != 1 or g.d1 != 1 or g.d0 % c.d0 != 0 or g.d0 // c.d0 < 3 or c.bs != g.bs:
+        raise DimensionError(f"lstm_hidden: cell {_dimstr(c)} does not fit gates {_dimstr(g)}")
+    cdef int32_t argv[2]
+    argv[0] = cell.idx
+    argv[1] = gates.idx
+    return _wrap(_cg.add_node(OP_LSTM_HIDDEN, 2, argv, c.d0, 1, c.bs, 0, 0, 0.0, 0))
+
+
+def vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):
+    """DyNet's fused LSTM gates [i, f, o, g] from input and previous hidden state
+    (forget bias +1, as in DyNet)."""
+    if weightnoise_std != 0.0:
+        raise NotImplementedError("vanilla_lstm_gates: weight noise is not supported")
+    b = _as_expr(b)
+    pre = affine_transform([b, Wx, x_t, Wh, h_tm1])
+    return lstm_gates(pre, _check(b).d0 // 4, 1.0)
+
+
+def vanilla_lstm_c(c_tm1, gates_t):
+    return lstm_cell(gates_t, [c_tm1])
+
+
+def vanilla_lstm_h(c_t, gates_t):
+    return lstm_hidden(c_t, gates_t)

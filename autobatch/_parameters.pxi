@@ -1,0 +1,231 @@
+# Parameter storage the graph reads without copying. Included by _core.pyx.
+
+# ------------------------------------------------------------- parameters ----
+
+cdef float* _float_ptr(object arr):
+    cdef float[::1] view = arr
+    return &view[0] if view.shape[0] > 0 else NULL
+
+
+cdef class Parameters:
+    """A trainable tensor. Values and gradient are fixed numpy arrays (updated in place)."""
+    cdef readonly object _flat            # 1-D float32 storage (column-major)
+    cdef readonly object _grad_flat
+    cdef float* vptr
+    cdef float* gptr
+    cdef int d0, d1
+    cdef int32_t cached_idx[2]
+    cdef int32_t cached_version[2]
+    cdef public object _name
+    cdef public bint _updated
+    cdef public object _owner
+
+    def __init__(self, shape, name="", owner=None):
+        shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        if not 1 <= len(shape) <= 2 or any(s <= 0 for s in shape):
+            raise ValueError(f"parameter shape must be 1 or 2 positive dims, got {shape}")
+        self.d0 = shape[0]
+        self.d1 = shape[1] if len(shape) == 2 else 1
+        self._flat = np.zeros(self.d0 * self.d1, dtype=np.float32)
+        self._grad_flat = np.zeros(self.d0 * self.d1, dtype=np.float32)
+        self.vptr = _float_ptr(self._flat)
+        self.gptr = _float_ptr(self._grad_flat)
+        self.cached_version[0] = self.cached_version[1] = -1
+        self._name = name
+        self._updated = True
+        self._owner = owner
+
+    def shape(self):
+        if self.d1 == 1:
+            return (self.d0,)
+        return (self.d0, self.d1)
+
+    def _view(self, arr):
+        return arr if self.d1 == 1 else arr.reshape((self.d1, self.d0)).T
+
+    def as_array(self):
+        """Copy of the values, shaped like the parameter."""
+        return self._view(self._flat).copy()
+
+    def grad_as_array(self):
+        return self._view(self._grad_flat).copy()
+
+    @property
+    def values(self):
+        """Writable view of the values (same memory the graph reads)."""
+        return self._view(self._flat)
+
+    @property
+    def grad(self):
+        return self._view(self._grad_flat)
+
+    def set_value(self, value):
+        arr = np.asarray(value, dtype=np.float32)
+        if arr.shape != self.shape() and arr.size != self.d0 * self.d1:
+            raise ValueError(f"set_value: shape {arr.shape} does not match parameter shape {self.shape()}")
+        self._view(self._flat)[...] = arr.reshape(self.shape())
+
+    def zero(self):
+        self._flat[:] = 0
+
+    def scale(self, float s):
+        self._flat *= s
+
+    def scale_gradient(self, float s):
+        self._grad_flat *= s
+
+    def name(self):
+        return self._name
+
+    def is_updated(self):
+        return self._updated
+
+    def set_updated(self, b):
+        self._updated = bool(b)
+
+    def expr(self, update=True):
+        """The parameter as an Expression of the current graph (one node per graph)."""
+        cdef int k = 0 if (update and self._updated) else 1
+        if self.cached_version[k] == _version:
+            return _wrap(self.cached_idx[k])
+        cdef int32_t i = _cg.add_node(OP_PARAM, 0, NULL, self.d0, self.d1, 1, 0, 0, 0.0, 0)
+        _cg.nodes[i].val = self.vptr
+        _cg.nodes[i].flags |= F_ALIAS
+        if k == 0:
+            _cg.nodes[i].grad = self.gptr
+            _cg.nodes[i].flags |= F_NEEDS_GRAD
+        _cg.keepalive.append(self)
+        self.cached_idx[k] = i
+        self.cached_version[k] = _version
+        return _wrap(i)
+
+    def __add__(self, other): return _add(self, other)
+    def __radd__(self, other): return _add(other, self)
+    def __sub__(self, other): return _sub(self, other)
+    def __rsub__(self, other): return _sub(other, self)
+    def __mul__(self, other): return _mul(self, other)
+    def __rmul__(self, other): return _mul(other, self)
+    def __truediv__(self, other): return _div(self, other)
+    def __rtruediv__(self, other): return _div(other, self)
+    def __neg__(self): return _unary(OP_NEG, self.expr(), 0.0)
+
+    def __repr__(self):
+        return f"<Parameters {self._name or ''} {self.shape()}>"
+
+
+cdef class LookupParameters:
+    """A table of trainable rows; `lp[i]` looks row i up. Rows that were looked up
+    are remembered so that trainers can update only those (sparse updates)."""
+    cdef readonly object _flat
+    cdef readonly object _grad_flat
+    cdef float* vptr
+    cdef float* gptr
+    cdef readonly int n_rows, row_size
+    cdef readonly object _used_mask       # uint8 numpy array, one per row
+    cdef uint8_t* used
+    cdef readonly object _used_list       # rows looked up since the last clear
+    cdef public object _name
+    cdef public bint _updated
+    cdef public object _owner
+    cdef int32_t cached_idx
+    cdef int32_t cached_version
+
+    def __init__(self, shape, name="", owner=None):
+        shape = tuple(int(s) for s in shape)
+        if len(shape) != 2 or shape[0] <= 0 or shape[1] <= 0:
+            raise ValueError(f"lookup parameters need shape (rows, dim), got {shape}")
+        self.n_rows, self.row_size = shape
+        self._flat = np.zeros(self.n_rows * self.row_size, dtype=np.float32)
+        self._grad_flat = np.zeros(self.n_rows * self.row_size, dtype=np.float32)
+        self.vptr = _float_ptr(self._flat)
+        self.gptr = _float_ptr(self._grad_flat)
+        self._used_mask = np.zeros(self.n_rows, dtype=np.uint8)
+        cdef uint8_t[::1] m = self._used_mask
+        self.used = &m[0]
+        self._used_list = []
+        self._name = name
+        self._updated = True
+        self._owner = owner
+        self.cached_version = -1
+
+    def shape(self):
+        return (self.n_rows, self.row_size)
+
+    def as_array(self):
+        return self._flat.reshape(self.n_rows, self.row_size).copy()
+
+    def grad_as_array(self):
+        return self._grad_flat.reshape(self.n_rows, self.row_size).copy()
+
+    @property
+    def values(self):
+        """Writable (rows, dim) view of the table."""
+        return self._flat.reshape(self.n_rows, self.row_size)
+
+    @property
+    def grad(self):
+        return self._grad_flat.reshape(self.n_rows, self.row_size)
+
+    def used_rows(self):
+        """Rows looked up since the last `clear_used()`, as a sorted int array."""
+        return np.flatnonzero(self._used_mask)
+
+    def clear_used(self):
+        self._used_mask[:] = 0
+
+    def set_value(self, value):
+        arr = np.asarray(value, dtype=np.float32)
+        if arr.shape != (self.n_rows, self.row_size):
+            raise ValueError(f"set_value: shape {arr.shape} does not match {(self.n_rows, self.row_size)}")
+        self.values[...] = arr
+
+    def init_row(self, int i, row):
+        self._row_check(i)
+        self.values[i] = np.asarray(row, dtype=np.float32).reshape(self.row_size)
+
+    def init_from_array(self, arr):
+        self.set_value(arr)
+
+    def zero(self):
+        self._flat[:] = 0
+
+    def scale(self, float s):
+        self._flat *= s
+
+    def scale_gradient(self, float s):
+        self._grad_flat *= s
+
+    def name(self):
+        return self._name
+
+    def is_updated(self):
+        return self._updated
+
+    def set_updated(self, b):
+        self._updated = bool(b)
+
+    cdef int _row_check(self, long i) except -1:
+        if not 0 <= i < self.n_rows:
+            raise IndexError(f"lookup index {i} out of range for a table of {self.n_rows} rows")
+        return 0
+
+    def __getitem__(self, i):
+        return lookup(self, i)
+
+    def batch(self, ids):
+        return lookup_batch(self, ids)
+
+    def expr(self, update=True):
+        """The whole table as a (dim, rows) matrix expression, as in DyNet."""
+        cdef int32_t i = _cg.add_node(OP_PARAM, 0, NULL, self.row_size, self.n_rows, 1, 0, 0, 0.0, 0)
+        _cg.nodes[i].val = self.vptr
+        _cg.nodes[i].flags |= F_ALIAS
+        if update and self._updated:
+            _cg.nodes[i].grad = self.gptr
+            _cg.nodes[i].flags |= F_NEEDS_GRAD
+            self._used_mask[:] = 1
+        _cg.keepalive.append(self)
+        return _wrap(i)
+
+    def __repr__(self):
+        return f"<LookupParameters {self._name or ''} {self.shape()}>"
