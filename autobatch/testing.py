@@ -171,6 +171,49 @@ def check_batching_invariance(build_fn, params=(), strategies=("depth", "agenda"
     return stats
 
 
+LEAF_OPS = ("input", "parameter", "lookup")
+
+
+def _ancestors(info, target):
+    seen, stack = {target}, [target]
+    while stack:
+        for a in info[stack.pop()][4]:
+            if a not in seen:
+                seen.add(a)
+                stack.append(a)
+    return seen
+
+
+def check_schedule(targets, one_node_per_batch=False):
+    """Assert the scheduler invariants on what the current graph has run so far,
+    where `targets` are the ids of the nodes that were forwarded: every needed
+    non-leaf node ran exactly once and nothing else did, a batch holds one signature
+    (and one op) in ascending node order, and every argument ran in an earlier batch
+    (or is a leaf). Returns ``cg().batches()``."""
+    g = dy.cg()
+    batches = g.batches()
+    info = [g.node_info(i) for i in range(g.num_nodes)]
+    batch_of = {}
+    for b, (op, nodes) in enumerate(batches):
+        assert nodes, "an empty batch"
+        assert nodes == sorted(nodes), f"batch {b} is not in node order"
+        assert {info[i][3] for i in nodes} == {info[nodes[0]][3]}, f"batch {b} mixes signatures"
+        assert {info[i][0] for i in nodes} == {op}, f"batch {b} mixes ops"
+        for i in nodes:
+            assert i not in batch_of, f"node {i} ran twice"
+            batch_of[i] = b
+    needed = set().union(*(_ancestors(info, t) for t in targets))
+    scheduled = {i for i in needed if info[i][0] not in LEAF_OPS}
+    assert set(batch_of) == scheduled, "every needed non-leaf node runs exactly once, nothing else"
+    for i in scheduled:
+        for a in info[i][4]:
+            assert info[a][0] in LEAF_OPS or batch_of[a] < batch_of[i], \
+                f"node {i} ran in batch {batch_of[i]} before its argument {a}"
+    if one_node_per_batch:
+        assert all(len(nodes) == 1 for _, nodes in batches), "a batch of several nodes"
+    return batches
+
+
 # --------------------------------------------------------------- random graphs ----
 # A program is plain data:
 #   {"params": [shape, ...],            parameters it uses (see program_parameters)

@@ -5,12 +5,12 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import autobatch as dy
-from autobatch.testing import build_program, check_batching_invariance, program_parameters, random_program
+from autobatch.testing import (build_program, check_batching_invariance, check_schedule,
+                               program_parameters, random_program)
 
 from test_batching import HalfOfLowest, LargestFirst
 
 STRATEGIES = ["none", "depth", "agenda", "critical", LargestFirst.name, HalfOfLowest.name]
-LEAF_OPS = {"input", "parameter", "lookup"}
 
 programs = st.builds(
     lambda seed, n, steps, shared: random_program(np.random.default_rng(seed), n_instances=n,
@@ -26,41 +26,14 @@ def run(program, params, strategy):
     return dy.cg().batches(), total.vindex
 
 
-def ancestors(info, target):
-    seen, stack = {target}, [target]
-    while stack:
-        for a in info[stack.pop()][4]:
-            if a not in seen:
-                seen.add(a)
-                stack.append(a)
-    return seen
-
-
 @settings(max_examples=40, deadline=None)
 @given(programs, st.sampled_from(STRATEGIES))
 def test_schedule_invariants(program, strategy):
     params = program_parameters(program, dy.ParameterCollection(seed=0))
     batches, target = run(program, params, strategy)
-    g = dy.cg()
-    info = [g.node_info(i) for i in range(g.num_nodes)]
-    batch_of = {}
-    for b, (op, nodes) in enumerate(batches):
-        assert nodes == sorted(nodes)
-        assert {info[i][3] for i in nodes} == {info[nodes[0]][3]}, "a batch mixes signatures"
-        assert {info[i][0] for i in nodes} == {op}
-        for i in nodes:
-            assert i not in batch_of, f"node {i} ran twice"
-            batch_of[i] = b
     # lazy: exactly the non-leaf ancestors of the forwarded node run (unused shared
     # values do not)
-    scheduled = {i for i in ancestors(info, target) if info[i][0] not in LEAF_OPS}
-    assert set(batch_of) == scheduled, "every needed non-leaf node runs exactly once"
-    for i in scheduled:
-        for a in info[i][4]:
-            assert info[a][0] in LEAF_OPS or batch_of[a] < batch_of[i], \
-                f"node {i} ran in batch {batch_of[i]} before its argument {a}"
-    if strategy == "none":
-        assert all(len(nodes) == 1 for _, nodes in batches)
+    check_schedule([target], one_node_per_batch=strategy == "none")
 
 
 @settings(max_examples=30, deadline=None)

@@ -14,10 +14,10 @@ import pytest
 import autobatch as dy
 from autobatch.bench import data, run, tasks
 from autobatch.testing import check_batching_invariance
+from autobatch.testing import check_schedule as schedule_invariants
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HIDDEN, N_INSTANCES, SEED = 8, 3, 1
-LEAF_OPS = {"input", "parameter", "lookup"}
 
 
 def load_example():
@@ -73,41 +73,9 @@ def params_of(model):
     return model.pc.parameters_list() + model.pc.lookup_parameters_list()
 
 
-def ancestors(info, target):
-    seen, stack = {target}, [target]
-    while stack:
-        for a in info[stack.pop()][4]:
-            if a not in seen:
-                seen.add(a)
-                stack.append(a)
-    return seen
-
-
 def check_schedule(strategy, targets):
-    """The invariants on the batches run so far in the current graph, where
-    `targets` are the node ids that were forwarded."""
-    g = dy.cg()
-    batches = g.batches()
-    info = [g.node_info(i) for i in range(g.num_nodes)]
-    batch_of = {}
-    for b, (op, nodes) in enumerate(batches):
-        assert nodes, "an empty batch"
-        assert nodes == sorted(nodes)
-        assert {info[i][3] for i in nodes} == {info[nodes[0]][3]}, f"batch {b} mixes signatures"
-        assert {info[i][0] for i in nodes} == {op}
-        for i in nodes:
-            assert i not in batch_of, f"node {i} ran twice"
-            batch_of[i] = b
-    needed = set().union(*(ancestors(info, t) for t in targets))
-    scheduled = {i for i in needed if info[i][0] not in LEAF_OPS}
-    assert set(batch_of) == scheduled, "every needed non-leaf node runs exactly once"
-    for i in scheduled:
-        for a in info[i][4]:
-            assert info[a][0] in LEAF_OPS or batch_of[a] < batch_of[i], \
-                f"node {i} ran in batch {batch_of[i]} before its argument {a}"
-    if strategy == "none":
-        assert all(len(nodes) == 1 for _, nodes in batches)
-    return batches
+    """The invariants on the batches run so far in the current graph."""
+    return schedule_invariants(targets, one_node_per_batch=strategy == "none")
 
 
 # ------------------------------------------------------------ every strategy ----
