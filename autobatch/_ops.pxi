@@ -120,7 +120,14 @@ def inputMatrix(v, d):
 
 def constant(dim, float val, int batch_size=1):
     d0, d1 = _dims(dim)
-    return _leaf_from_flat(np.full(d0 * d1 * batch_size, val, dtype=np.float32), d0, d1, batch_size)
+    if batch_size < 1:
+        raise DimensionError(f"constant: batch size must be positive, got {batch_size}")
+    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, batch_size, 0, 0, 0.0, 0)
+    cdef float* p = _cg.leaf_memory(i)
+    cdef int k
+    for k in range(d0 * d1 * batch_size):
+        p[k] = val
+    return _wrap(i)
 
 
 def zeros(dim, int batch_size=1):

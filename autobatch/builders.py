@@ -168,6 +168,10 @@ class _RNNBuilder:
         return self._param_exprs[layer]
 
     def _step(self, state, x):
+        if self.layers == 1 and state._masks is None:      # the common case, directly
+            h, c = self._cell(self._layer_params(0), x, state._h[0],
+                              state._c[0] if self._has_cell else None)
+            return [h], ([c] if self._has_cell else None)
         hs, cs = [], [] if self._has_cell else None
         for layer in range(self.layers):
             h_prev = state._h[layer]
