@@ -127,6 +127,9 @@ cdef class ComputationGraph:
         cdef int a
         if i >= 2147483000:
             raise MemoryError("autobatch: too many nodes in one graph")
+        if <int64_t>d0 * d1 * bs >= 2147483647:
+            raise DimensionError(f"{OP_NAMES[op]}: a value of {d0} x {d1} x batch {bs} elements "
+                                 "is larger than one node can hold (2^31 floats)")
         self.nodes = <Node*>grow(self.nodes, &self.cap_nodes, i + 1, sizeof(Node))
         self.args = <int32_t*>grow(self.args, &self.cap_args, self.n_args + nargs, sizeof(int32_t))
         cdef Node* n = &self.nodes[i]

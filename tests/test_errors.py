@@ -162,3 +162,10 @@ def test_unknown_strategies():
         dy.register_strategy(object(), name="not-a-strategy")
     dy.renew_cg(strategy="agenda")
     assert x3().value() == [1.0, 2.0, 3.0]
+
+
+def test_a_value_too_large_for_one_node_is_refused():
+    dy.renew_cg()
+    with pytest.raises(dy.DimensionError, match="larger than one node can hold"):
+        dy.zeros((50000, 50000))
+    assert dy.zeros(2).value() == [0.0, 0.0]
