@@ -59,6 +59,7 @@ cdef class ComputationGraph:
     # strategy
     cdef int strategy_id
     cdef readonly object strategy
+    cdef bint busy                      # a forward is running (a Python strategy may be called)
     # statistics
     cdef public double t_build, t_schedule, t_forward, t_backward
     cdef double t_last
@@ -125,6 +126,8 @@ cdef class ComputationGraph:
                           int ia, int ib, float fa, int32_t idata) except -1:
         cdef int64_t i = self.n_nodes
         cdef int a
+        if self.busy:
+            self.check_idle()
         if i >= 2147483000:
             raise MemoryError("autobatch: too many nodes in one graph")
         if <int64_t>d0 * d1 * bs >= 2147483647:
@@ -262,10 +265,25 @@ cdef class ComputationGraph:
 
     # ---------------------------------------------------------- forward ----
 
+    cdef int check_idle(self) except -1:
+        if self.busy:
+            raise RuntimeError("the graph cannot be built or computed from inside a strategy's "
+                               "select(): it is in the middle of a forward pass")
+        return 0
+
     cdef int forward_to(self, int32_t target) except -1:
         """Compute `target` and every ancestor not computed yet, in batches."""
         if self.nodes[target].flags & F_DONE:
             return 0
+        self.check_idle()
+        self.busy = True
+        try:
+            self._forward(target)
+        finally:
+            self.busy = False
+        return 0
+
+    cdef int _forward(self, int32_t target) except -1:
         cdef double t0 = now()
         self.t_build += t0 - self.t_last
         self.n_forward_calls += 1
@@ -642,6 +660,7 @@ cdef class ComputationGraph:
     # --------------------------------------------------------- backward ----
 
     cdef int backward_from(self, int32_t target) except -1:
+        self.check_idle()
         self.forward_to(target)
         cdef Node* t = &self.nodes[target]
         if t.d0 * t.d1 != 1:

@@ -286,3 +286,28 @@ def test_frontier_kept_after_select_raised_is_invalid():
         dy.tanh(dy.inputVector([1.0, 2.0])).value()
     with pytest.raises(RuntimeError, match="only valid during select"):
         kept[0].signatures()
+
+
+def test_select_cannot_build_or_compute_the_graph():
+    # reading computed values is fine; building nodes or computing pending ones is not
+    class Meddler(dy.Strategy):
+        name = "meddler"
+
+        def __init__(self, action):
+            self.action = action
+
+        def select(self, frontier):
+            self.action()
+            return frontier.signatures()[0]
+    held = {}
+    for action in (lambda: dy.tanh(held["x"]), lambda: held["pending"].value(),
+                   lambda: dy.inputVector([1.0])):
+        dy.renew_cg(strategy=Meddler(action))
+        held["x"] = dy.inputVector([0.5, 0.25])
+        held["pending"] = dy.exp(held["x"])
+        y = dy.tanh(held["x"])
+        with pytest.raises(RuntimeError, match="inside a strategy's select"):
+            y.value()
+        dy.cg().set_strategy("agenda")
+        assert y.value() == pytest.approx(list(np.tanh([0.5, 0.25])), rel=1e-6)
+        assert held["pending"].value() == pytest.approx(list(np.exp([0.5, 0.25])), rel=1e-6)
