@@ -311,3 +311,45 @@ def test_backward_through_part_of_a_matmul_batch(strategy):
     for i, x in enumerate(xs):
         want = w.sum(axis=0) if i in (1, 3) else np.zeros(3)
         np.testing.assert_allclose(x.grad_as_array(), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("strategy", ["depth", "agenda", "critical"])
+def test_postponed_weight_gradients_of_a_large_weight(strategy):
+    # a 512 x 256 weight (over the postponing threshold) used at every step of
+    # sequences of different lengths: its gradient is summed by one gemm at the end
+    # of backward and must equal the per-node sum of 'none'
+    pc = dy.ParameterCollection(seed=5)
+    W = pc.add_parameters((512, 256), init=dy.UniformInitializer(0.05))
+    V = pc.add_parameters((256, 512), init=dy.UniformInitializer(0.05))
+    xs = [pc.add_parameters(256) for _ in range(4)]
+
+    def build():
+        outs = []
+        for k, x in enumerate(xs):
+            h = dy.parameter(x)
+            for _ in range(2 + k):
+                h = dy.tanh(V * dy.tanh(W * h))
+            outs.append(dy.sum_elems(h))
+        return outs
+    check_batching_invariance(build, [W, V] + xs, strategies=[strategy], rtol=1e-4, atol=1e-6)
+
+
+def test_memory_does_not_grow_from_step_to_step():
+    pc = dy.ParameterCollection(seed=6)
+    E = pc.add_lookup_parameters((100, 16))
+    lstm = dy.LSTMBuilder(1, 16, 16, pc)
+    W = pc.add_parameters((4, 16))
+    trainer = dy.SimpleSGDTrainer(pc, 0.1)
+    rng = np.random.default_rng(0)
+    capacity = []
+    for step in range(40):
+        dy.renew_cg()
+        losses = [dy.pickneglogsoftmax(W * lstm.initial_state().transduce(
+                      [E[int(w)] for w in rng.integers(0, 100, size=5 + step % 3)])[-1], 1)
+                  for _ in range(8)]
+        loss = dy.esum(losses)
+        loss.value()
+        loss.backward()
+        trainer.update()
+        capacity.append(dy.cg().stats()["arena_capacity_bytes"])
+    assert capacity[-1] == capacity[10], "the arenas keep growing"
