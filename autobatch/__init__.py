@@ -15,6 +15,7 @@ from autobatch._core import (
     inputTensor, inputVector, scalarInput, inputMatrix,
     zeros, ones, constant, random_normal, random_uniform,
     tanh, logistic, rectify, elu, selu, exp, log, sqrt, square, abs, pow,
+    cube, softsign, log_sigmoid, sin, cos, erf,
     nobackprop, scale_gradient, dropout, noise,
     cmult, cdiv, dot_product, affine_transform, esum, average, logsumexp,
     sum_elems, mean_elems, squared_norm, squared_distance, l2_norm, binary_log_loss,

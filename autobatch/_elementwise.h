@@ -36,6 +36,12 @@
     OP(sqrt,            sqrtf(X),                         0.5f / Y)                 \
     OP(square,          X * X,                            2.0f * X)                 \
     OP(abs,             fabsf(X),                         X > 0.0f ? 1.0f : (X < 0.0f ? -1.0f : 0.0f)) \
+    OP(cube,            X * X * X,                        3.0f * X * X)             \
+    OP(softsign,        X / (1.0f + fabsf(X)),            1.0f / ((1.0f + fabsf(X)) * (1.0f + fabsf(X)))) \
+    OP(log_sigmoid,     X >= 0.0f ? -log1pf(expf(-X)) : X - log1pf(expf(X)), 1.0f - expf(Y)) \
+    OP(sin,             sinf(X),                          cosf(X))                  \
+    OP(cos,             cosf(X),                          -sinf(X))                 \
+    OP(erf,             erff(X),                          1.12837916709551257f * expf(-X * X)) \
     OP(add_constant,    X + A,                            1.0f)                     \
     OP(mul_constant,    X * A,                            A)                        \
     OP(constant_minus,  A - X,                            -1.0f)                    \
