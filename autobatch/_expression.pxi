@@ -39,6 +39,12 @@ cdef inline Node* _check(Expression e) except NULL:
     return &_cg.nodes[e.idx]
 
 
+cdef int _compute(int32_t idx, bint recalculate) except -1:
+    if recalculate:
+        _cg.invalidate()
+    return _cg.forward_to(idx)
+
+
 cdef inline Expression _wrap(int32_t idx):
     cdef Expression e = Expression.__new__(Expression)
     e.idx = idx
@@ -85,8 +91,10 @@ cdef class Expression:
         return _cg.shape_of(self.idx), n.bs
 
     def forward(self, recalculate=False):
+        """Compute the value; with recalculate=True everything is computed again (after
+        changing parameter values, say), else only what was not computed yet."""
         _check(self)
-        _cg.forward_to(self.idx)
+        _compute(self.idx, recalculate)
         return self
 
     incremental_forward = forward
@@ -94,7 +102,7 @@ cdef class Expression:
     def value(self, recalculate=False):
         """A float for a scalar, a list for a vector, else a numpy array."""
         cdef Node* n = _check(self)
-        _cg.forward_to(self.idx)
+        _compute(self.idx, recalculate)
         n = &_cg.nodes[self.idx]
         if n.size == 1:
             return float(n.val[0])
@@ -105,24 +113,24 @@ cdef class Expression:
     def npvalue(self, recalculate=False):
         """Numpy copy of the value; the batch is the last axis when batch size > 1."""
         _check(self)
-        _cg.forward_to(self.idx)
+        _compute(self.idx, recalculate)
         return _cg.value_array(self.idx, False)
 
     def scalar_value(self, recalculate=False):
         cdef Node* n = _check(self)
         if n.size != 1:
             raise ValueError(f"scalar_value() of an expression of shape {_dimstr(n)}")
-        _cg.forward_to(self.idx)
+        _compute(self.idx, recalculate)
         return float(_cg.nodes[self.idx].val[0])
 
     def vec_value(self, recalculate=False):
         """The value flattened to a list (column-major, batch last)."""
         _check(self)
-        _cg.forward_to(self.idx)
+        _compute(self.idx, recalculate)
         return _cg.value_array(self.idx, False).ravel(order="F").tolist()
 
     def tensor_value(self, recalculate=False):
-        return self.npvalue()
+        return self.npvalue(recalculate)
 
     def backward(self, full=False):
         """Accumulate d(self)/d(parameter) into every parameter's gradient."""

@@ -930,6 +930,17 @@ cdef class ComputationGraph:
     def num_nodes(self):
         return int(self.n_nodes)
 
+    cpdef invalidate(self):
+        """Forget every computed value (not the inputs): the next value() computes
+        the graph again, e.g. after parameters were changed (DyNet's invalidate)."""
+        self.check_idle()
+        cdef int64_t i
+        for i in range(self.n_nodes):
+            if self.nodes[i].sig >= 0:
+                self.nodes[i].flags &= ~F_DONE
+        self.n_batches = 0
+        self.n_batch_ids = 0
+
     def forward(self, Expression e):
         _check(e)
         self.forward_to(e.idx)

@@ -229,3 +229,22 @@ def test_stats_and_inspection(pc):
     assert (op, shape, bs) == ("esum", (3,), 1) and args == [h.vindex for h in hs]
     assert dy.default_strategy() in dy.available_strategies()
     assert {"none", "depth", "agenda"} <= set(dy.available_strategies())
+
+
+@pytest.mark.parametrize("strategy", ["none", "agenda"])
+def test_recalculate_after_changing_parameters(strategy):
+    pc = dy.ParameterCollection(seed=0)
+    W = pc.add_parameters((2, 2), init=1.0)
+    dy.renew_cg(strategy=strategy)
+    y = dy.tanh(W * dy.inputVector([0.5, 0.25]))
+    s = dy.sum_elems(y)
+    assert s.value() == pytest.approx(2 * np.tanh(0.75), rel=1e-6)
+    W.set_value(np.full((2, 2), 2.0))
+    assert s.value() == pytest.approx(2 * np.tanh(0.75), rel=1e-6)      # incremental: as it was
+    assert s.value(recalculate=True) == pytest.approx(2 * np.tanh(1.5), rel=1e-6)
+    assert y.npvalue() == pytest.approx(np.tanh([1.5, 1.5]), rel=1e-6)
+    W.set_value(np.zeros((2, 2)))
+    dy.cg().invalidate()
+    assert s.value() == 0.0
+    s.backward()
+    np.testing.assert_allclose(W.grad_as_array(), np.outer([1, 1], [0.5, 0.25]), rtol=1e-6)
