@@ -8,11 +8,20 @@ cdef uint64_t _seed_state = 0x5DEECE66D
 
 
 def renew_cg(immediate_compute=False, check_validity=False, strategy=None, autobatching=None):
-    """Start a new computation graph; every earlier Expression becomes stale."""
+    """Start a new computation graph; every earlier Expression becomes stale.
+
+    strategy: a strategy name or object (default: the process default, "agenda");
+    autobatching=False is the same as strategy="none". DyNet's debugging switches:
+    immediate_compute computes every node when it is created, check_validity raises
+    FloatingPointError on the first NaN or infinity."""
     global _version, _seed_state
+    if autobatching is not None and not autobatching:
+        if strategy not in (None, "none"):
+            raise ValueError("autobatching=False and a batching strategy contradict each other")
+        strategy = "none"
     _version += 1
     _seed_state += 1
-    _cg.renew(strategy, _version, _seed_state)
+    _cg.renew(strategy, _version, _seed_state, immediate_compute, check_validity)
     return _cg
 
 
@@ -49,6 +58,8 @@ cdef inline Expression _wrap(int32_t idx):
     cdef Expression e = Expression.__new__(Expression)
     e.idx = idx
     e.version = _version
+    if _cg.immediate_compute:
+        _cg.forward_to(idx)
     return e
 
 

@@ -60,6 +60,8 @@ cdef class ComputationGraph:
     cdef int strategy_id
     cdef readonly object strategy
     cdef bint busy                      # a forward is running (a Python strategy may be called)
+    cdef readonly bint immediate_compute   # compute every node when it is created (debugging)
+    cdef readonly bint check_validity      # raise on the first NaN or infinity a kernel produces
     # statistics
     cdef public double t_build, t_schedule, t_forward, t_backward
     cdef double t_last
@@ -101,8 +103,11 @@ cdef class ComputationGraph:
         self.t_build = self.t_schedule = self.t_forward = self.t_backward = 0
         self.n_forward_calls = self.n_backward_calls = 0
 
-    cdef renew(self, strategy, int version, uint64_t seed):
+    cdef renew(self, strategy, int version, uint64_t seed, bint immediate_compute=False,
+               bint check_validity=False):
         """Start a new graph in the same memory (arenas keep their capacity)."""
+        self.immediate_compute = immediate_compute
+        self.check_validity = check_validity
         arena_reset(&self.arena)
         arena_reset(&self.garena)
         self.keepalive = []
@@ -655,6 +660,20 @@ cdef class ComputationGraph:
             OPS[n0.op].fwd(&b)
         for j in range(n):
             self.nodes[ids[j]].flags |= F_DONE
+        if self.check_validity:
+            self.check_finite(ids, n, block, per * n)
+        return 0
+
+    cdef int check_finite(self, int32_t* ids, int n, float* block, int64_t count) except -1:
+        cdef int64_t k
+        cdef float v
+        for k in range(count):
+            v = block[k]
+            if v - v != 0:          # NaN or infinity
+                i = ids[k // self.nodes[ids[0]].size]
+                raise FloatingPointError(
+                    f"{OP_NAMES[self.nodes[i].op]} (node {i}) produced {v} "
+                    f"(renew_cg(check_validity=True) checks every value)")
         return 0
 
     # --------------------------------------------------------- backward ----

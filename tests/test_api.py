@@ -248,3 +248,36 @@ def test_recalculate_after_changing_parameters(strategy):
     assert s.value() == 0.0
     s.backward()
     np.testing.assert_allclose(W.grad_as_array(), np.outer([1, 1], [0.5, 0.25]), rtol=1e-6)
+
+
+def test_immediate_compute_runs_every_node_when_created():
+    pc = dy.ParameterCollection(seed=0)
+    W = pc.add_parameters((3, 3))
+    E = pc.add_lookup_parameters((4, 3))
+    values = {}
+    for immediate in (False, True):
+        dy.renew_cg(immediate_compute=immediate)
+        h = dy.tanh(W * E.batch([0, 2]) + E[1])
+        if immediate:
+            assert dy.cg().stats()["batches"] == 4      # already computed, one node at a time
+        loss = dy.sum_batches(dy.squared_norm(h))
+        values[immediate] = loss.value()
+    assert values[True] == pytest.approx(values[False], rel=1e-6)
+
+
+def test_check_validity_names_the_op_that_made_a_nan():
+    dy.renew_cg(check_validity=True)
+    x = dy.inputVector([1.0, 0.0])
+    ok = dy.exp(x)
+    assert ok.value() == pytest.approx([np.e, 1.0])
+    with pytest.raises(FloatingPointError, match="log"):
+        dy.sum_elems(dy.log(x)).value()
+    dy.renew_cg()                                           # off again
+    assert dy.log(dy.inputVector([1.0, 0.0])).value()[1] == -np.inf
+
+
+def test_autobatching_false_means_strategy_none():
+    assert dy.renew_cg(autobatching=False).strategy.name == "none"
+    with pytest.raises(ValueError, match="contradict"):
+        dy.renew_cg(autobatching=False, strategy="agenda")
+    assert dy.renew_cg().strategy.name == "agenda"
