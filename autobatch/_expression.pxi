@@ -144,9 +144,11 @@ cdef class Expression:
         return self.npvalue(recalculate)
 
     def backward(self, full=False):
-        """Accumulate d(self)/d(parameter) into every parameter's gradient."""
+        """Accumulate d(self)/d(parameter) into every parameter's gradient; with
+        full=True also keep the gradient of every node it depends on, inputs and
+        constants included (read them with gradient())."""
         _check(self)
-        _cg.backward_from(self.idx)
+        _cg.backward_from(self.idx, full)
 
     def gradient(self):
         """d(last backward's loss)/d(self) as numpy (zeros where nothing flows)."""

@@ -678,7 +678,7 @@ cdef class ComputationGraph:
 
     # --------------------------------------------------------- backward ----
 
-    cdef int backward_from(self, int32_t target) except -1:
+    cdef int backward_from(self, int32_t target, bint full=False) except -1:
         self.check_idle()
         self.forward_to(target)
         cdef Node* t = &self.nodes[target]
@@ -720,8 +720,16 @@ cdef class ComputationGraph:
         cdef float* sink = arena_alloc(&self.garena, sink_size)
         cdef float* zsink = arena_alloc(&self.garena, sink_size)
         memset(zsink, 0, sink_size * sizeof(float))
+        if full:        # gradients of every ancestor, inputs and constants included
+            for k in range(nanc):
+                self.nodes[self.needed[k]].flags |= F_NEEDS_GRAD
         for k in range(self.n_nodes):
-            if OPS[self.nodes[k].op].kind == LEAF and not (self.nodes[k].flags & F_ALIAS and self.nodes[k].flags & F_NEEDS_GRAD):
+            if OPS[self.nodes[k].op].kind != LEAF or self.nodes[k].flags & F_TRAINABLE:
+                continue
+            if self.mark[k] == st and self.nodes[k].flags & F_NEEDS_GRAD:
+                self.nodes[k].grad = arena_alloc(&self.garena, self.nodes[k].size)
+                memset(self.nodes[k].grad, 0, self.nodes[k].size * sizeof(float))
+            else:
                 self.nodes[k].grad = sink if self.mark[k] == st else zsink
         # one zeroed gradient block per batch that holds an ancestor
         cdef int64_t bi, j, per
@@ -964,9 +972,9 @@ cdef class ComputationGraph:
         _check(e)
         self.forward_to(e.idx)
 
-    def backward(self, Expression e):
+    def backward(self, Expression e, full=False):
         _check(e)
-        self.backward_from(e.idx)
+        self.backward_from(e.idx, full)
 
 
 cdef inline bint memcmp_i64(const int64_t* a, const int64_t* b, int n) noexcept nogil:

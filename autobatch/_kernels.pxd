@@ -46,6 +46,7 @@ cdef enum:
     F_DONE = 1         # value computed
     F_NEEDS_GRAD = 2   # depends on a trainable parameter
     F_ALIAS = 4        # value/grad point into parameter storage
+    F_TRAINABLE = 8    # its gradient storage is a trainable parameter's
 
 ctypedef struct Node:
     int32_t op

@@ -37,7 +37,7 @@ def lookup(LookupParameters p not None, index, update=True):
     _cg.nodes[n].flags |= F_ALIAS
     if update and p._updated:
         _cg.nodes[n].grad = p.gptr + i * p.row_size
-        _cg.nodes[n].flags |= F_NEEDS_GRAD
+        _cg.nodes[n].flags |= F_NEEDS_GRAD | F_TRAINABLE
         p.used[i] = 1
     if not _cg.keepalive or _cg.keepalive[len(_cg.keepalive) - 1] is not p:
         _cg.keepalive.append(p)
@@ -82,9 +82,16 @@ cdef tuple _dims(object dim):
     return (dim[0], dim[1] if len(dim) == 2 else 1)
 
 
+cdef int _cpu_only(object device, str where) except -1:
+    if device not in (None, "", "CPU", "cpu"):
+        raise ValueError(f"{where}: device {device!r}: autobatch runs on the CPU only")
+    return 0
+
+
 def inputTensor(arr, batched=False, device=""):
     """A constant from a numpy array (or nested lists); with batched=True the last
     axis is the batch."""
+    _cpu_only(device, "inputTensor")
     a = np.asarray(arr, dtype=np.float32)
     if not np.all(np.isfinite(a)):
         raise ValueError("inputTensor: the input holds NaN or infinity")

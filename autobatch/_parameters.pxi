@@ -93,7 +93,7 @@ cdef class Parameters:
         _cg.nodes[i].flags |= F_ALIAS
         if k == 0:
             _cg.nodes[i].grad = self.gptr
-            _cg.nodes[i].flags |= F_NEEDS_GRAD
+            _cg.nodes[i].flags |= F_NEEDS_GRAD | F_TRAINABLE
         _cg.keepalive.append(self)
         self.cached_idx[k] = i
         self.cached_version[k] = _version
@@ -222,7 +222,7 @@ cdef class LookupParameters:
         _cg.nodes[i].flags |= F_ALIAS
         if update and self._updated:
             _cg.nodes[i].grad = self.gptr
-            _cg.nodes[i].flags |= F_NEEDS_GRAD
+            _cg.nodes[i].flags |= F_NEEDS_GRAD | F_TRAINABLE
             self._used_mask[:] = 1
         _cg.keepalive.append(self)
         return _wrap(i)

@@ -41,6 +41,11 @@ class _Registry:
         self.lookups = []
 
 
+def _cpu_only(device, where):
+    if device not in (None, "", "CPU", "cpu"):
+        raise ValueError(f"{where}: device {device!r}: autobatch runs on the CPU only")
+
+
 class ParameterCollection:
     """Owns parameters and lookup parameters; see the module docstring for naming.
 
@@ -104,6 +109,7 @@ class ParameterCollection:
         `init`: None (GlorotInitializer), a number (constant), an initializer, a numpy
         array (its values), or 'glorot' / 'identity' / 'saxe' / 'uniform' (uses
         `scale`) / 'normal' (uses `mean`, `std`) / 'he', as in DyNet."""
+        _cpu_only(device, "add_parameters")
         shape = (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
         if isinstance(init, np.ndarray):
             if init.shape != shape:
@@ -120,6 +126,7 @@ class ParameterCollection:
 
         `init` as in `add_parameters`; a numpy array of shape `(n_rows, dim)` gives the
         values. The default is DyNet Python's `GlorotInitializer()`."""
+        _cpu_only(device, "add_lookup_parameters")
         shape = (int(dim), 1) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
         if len(shape) != 2:
             raise ValueError(f"add_lookup_parameters: shape must be (rows, dim), got {shape}")
@@ -139,11 +146,11 @@ class ParameterCollection:
 
     def parameters_from_numpy(self, array, name="", device=""):
         array = np.asarray(array)
-        return self.add_parameters(array.shape, init=array, name=name)
+        return self.add_parameters(array.shape, init=array, name=name, device=device)
 
     def lookup_parameters_from_numpy(self, array, name="", device=""):
         array = np.asarray(array)
-        return self.add_lookup_parameters(array.shape, init=array, name=name)
+        return self.add_lookup_parameters(array.shape, init=array, name=name, device=device)
 
     # ------------------------------------------------------------ access ----
 

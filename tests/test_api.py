@@ -281,3 +281,27 @@ def test_autobatching_false_means_strategy_none():
     with pytest.raises(ValueError, match="contradict"):
         dy.renew_cg(autobatching=False, strategy="agenda")
     assert dy.renew_cg().strategy.name == "agenda"
+
+
+@pytest.mark.parametrize("strategy", ["none", "agenda"])
+def test_backward_full_gives_gradients_of_inputs_and_constants(strategy):
+    pc = dy.ParameterCollection(seed=0)
+    W = pc.add_parameters((3, 2))
+    C = pc.add_parameters(3)
+    x0 = np.array([0.3, -0.7])
+    w, c = W.as_array().astype(np.float64), C.as_array().astype(np.float64)
+    t = np.tanh(w @ x0 + c)
+    want_x = w.T @ (1 - t * t)
+    want_c = 1 - t * t
+    dy.renew_cg(strategy=strategy)
+    x = dy.inputVector(x0)
+    cp = dy.const_parameter(C)
+    loss = dy.sum_elems(dy.tanh(W * x + cp))
+    loss.backward()
+    np.testing.assert_array_equal(x.gradient(), 0.0)            # not asked for
+    W_grad_once = W.grad_as_array().copy()
+    loss.backward(full=True)
+    np.testing.assert_allclose(x.gradient(), want_x, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(cp.gradient(), want_c, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(C.grad_as_array(), 0.0)       # a constant stays untrained
+    np.testing.assert_allclose(W.grad_as_array(), 2 * W_grad_once, rtol=1e-6)

@@ -169,3 +169,15 @@ def test_a_value_too_large_for_one_node_is_refused():
     with pytest.raises(dy.DimensionError, match="larger than one node can hold"):
         dy.zeros((50000, 50000))
     assert dy.zeros(2).value() == [0.0, 0.0]
+
+
+def test_devices_other_than_the_cpu_are_refused():
+    pc = dy.ParameterCollection()
+    with pytest.raises(ValueError, match="CPU only"):
+        pc.add_parameters(3, device="GPU:0")
+    with pytest.raises(ValueError, match="CPU only"):
+        pc.add_lookup_parameters((3, 2), device="GPU:0")
+    dy.renew_cg()
+    with pytest.raises(ValueError, match="CPU only"):
+        dy.inputTensor([1.0], device="GPU:0")
+    assert pc.add_parameters(2, device="CPU").shape() == (2,)
