@@ -131,7 +131,6 @@ cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,
     """Column-major C = alpha op(A) op(B) + beta C. One column goes to gemv and a
     rank-1 update to ger: sgemm would pack the whole of A for them on every call."""
     cdef int i, one = 1, inc
-    cdef char trans
     if m == 0 or n == 0:
         return
     if k == 0:
@@ -153,17 +152,23 @@ cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,
         return
     sgemm(&ta, &tb, &m, &n, &k, &alpha, A, &lda, B, &ldb, &beta, C, &ldc)
 
+cdef float* consecutive(Batch* b, int a, bint grads) noexcept nogil:
+    """The values (or gradients) of argument a of all nodes, if they follow each
+    other in memory: then a batched kernel can use them in place. Else NULL."""
+    cdef int j, per = ARG(b, 0, a).size
+    cdef float* first = ARG(b, 0, a).grad if grads else ARG(b, 0, a).val
+    for j in range(1, b.n):
+        if (ARG(b, j, a).grad if grads else ARG(b, j, a).val) != first + j * per:
+            return NULL
+    return first
+
 cdef float* gather_arg(Batch* b, int a, Arena* mem) noexcept nogil:
     """Pointer to the values of argument `a` of all nodes, stacked; in place if
     they already are consecutive in memory, otherwise copied."""
-    cdef int j
-    cdef int per = ARG(b, 0, a).size
-    cdef float* first = ARG(b, 0, a).val
-    for j in range(1, b.n):
-        if ARG(b, j, a).val != first + j * per:
-            break
-    else:
+    cdef float* first = consecutive(b, a, False)
+    if first != NULL:
         return first
+    cdef int j, per = ARG(b, 0, a).size
     cdef float* out = arena_alloc(mem, <size_t>per * b.n)
     for j in range(b.n):
         memcpy(out + j * per, ARG(b, j, a).val, per * sizeof(float))
@@ -180,32 +185,14 @@ cdef void add_grad_from_stack(Batch* b, int a, float* stacked) noexcept nogil:
         for i in range(per):
             g[i] += s[i]
 
-cdef bint grads_consecutive(Batch* b, int a) noexcept nogil:
-    cdef int j
-    cdef int per = ARG(b, 0, a).size
-    cdef float* first = ARG(b, 0, a).grad
-    for j in range(1, b.n):
-        if ARG(b, j, a).grad != first + j * per:
-            return False
-    return True
-
 # ------------------------------------------------- elementwise ops ----
 # The math of every unary and binary elementwise op is one line of _elementwise.h
 # (forward and derivative side by side); these kernels call its whole-array loops.
 
-cdef inline float* consecutive_args(Batch* b, int a) noexcept nogil:
-    """Values of argument a of all nodes if they follow each other in memory."""
-    cdef int j, per = ARG(b, 0, a).size
-    cdef float* first = ARG(b, 0, a).val
-    for j in range(1, b.n):
-        if ARG(b, j, a).val != first + j * per:
-            return NULL
-    return first
-
 cdef void unary_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
     cdef ab_unary_fwd f = OPS[n0.op].ufwd
-    cdef float* x = consecutive_args(b, 0)
+    cdef float* x = consecutive(b, 0, False)
     cdef int j
     if x != NULL:                   # one call for the whole batch
         f(b.block, x, n0.size * b.n, n0.fa)
@@ -534,7 +521,7 @@ cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
             else:
                 gemm(b'N', b'T', r, k, M, 1.0, dY, r, X, k, 1.0, w.grad, r)
         if batch_arg_needs_grad(b, x_arg):
-            if grads_consecutive(b, x_arg):
+            if consecutive(b, x_arg, True) != NULL:
                 gemm(b'T', b'N', k, M, r, 1.0, w.val, r, dY, r, 1.0, x0.grad, k)
             else:
                 dX = arena_alloc(b.scratch, <size_t>k * M)
