@@ -33,7 +33,6 @@ cdef class ComputationGraph:
     cdef int64_t n_batch_ids, cap_batch_ids
     cdef int32_t* batch_at
     cdef int32_t* batch_n
-    cdef float** batch_block
     cdef int64_t n_batches, cap_batches
     # scheduler work arrays (sized like the nodes / signatures)
     cdef int32_t* mark
@@ -84,7 +83,7 @@ cdef class ComputationGraph:
         free(self.nodes); free(self.args); free(self.ibuf); free(self.keybuf)
         free(self.sig_keys); free(self.sig_key_at); free(self.sig_key_len); free(self.sig_hash)
         free(self.sig_count); free(self.sig_first); free(self.table)
-        free(self.batch_ids); free(self.batch_at); free(self.batch_n); free(self.batch_block)
+        free(self.batch_ids); free(self.batch_at); free(self.batch_n)
         free(self.mark); free(self.depth); free(self.height); free(self.indeg); free(self.loc)
         free(self.cons_at); free(self.cons); free(self.needed); free(self.picked)
         free(self.rd_at); free(self.rd_n); free(self.sig_avg_depth); free(self.sig_avg_height); free(self.rd)
@@ -293,7 +292,8 @@ cdef class ComputationGraph:
         self.t_build += t0 - self.t_last
         self.n_forward_calls += 1
         cdef int64_t count = self.collect_needed(target)
-        self.prepare_schedule(count)
+        if self.strategy_id != S_NONE:     # 'none' runs the needed list as it is
+            self.prepare_schedule(count)
         cdef double t_sched = now() - t0
         cdef double t_run = 0, t1
         cdef int n
@@ -428,14 +428,17 @@ cdef class ComputationGraph:
         self.cons_at[0] = 0
         # per-signature ready lists, sized by the count of needed nodes of that signature
         self._ensure_sigwork(count)
-        # heights, in reverse topological order: 1 + the highest needed consumer
-        for p in range(count - 1, -1, -1):
-            i = self.needed[p]
-            d = 0
-            for q in range(self.cons_at[p], self.cons_at[p + 1]):
-                if self.height[self.cons[q]] + 1 > d:
-                    d = self.height[self.cons[q]] + 1
-            self.height[i] = d
+        # heights, in reverse topological order: 1 + the highest needed consumer (read
+        # by 'critical' and, through the Frontier, by Python strategies)
+        cdef bint heights = self.strategy_id == S_CRITICAL or self.strategy_id == S_PYTHON
+        if heights:
+            for p in range(count - 1, -1, -1):
+                i = self.needed[p]
+                d = 0
+                for q in range(self.cons_at[p], self.cons_at[p + 1]):
+                    if self.height[self.cons[q]] + 1 > d:
+                        d = self.height[self.cons[q]] + 1
+                self.height[i] = d
         for s in range(self.n_sigs):
             self.rd_n[s] = 0
             self.sig_avg_depth[s] = 0
@@ -444,7 +447,8 @@ cdef class ComputationGraph:
             s = self.nodes[self.needed[p]].sig
             self.rd_n[s] += 1
             self.sig_avg_depth[s] += self.depth[self.needed[p]]
-            self.sig_avg_height[s] += self.height[self.needed[p]]
+            if heights:
+                self.sig_avg_height[s] += self.height[self.needed[p]]
         acc = 0
         for s in range(self.n_sigs):
             self.rd_at[s] = acc
@@ -638,12 +642,10 @@ cdef class ComputationGraph:
         self.batch_at = <int32_t*>grow(self.batch_at, &self.cap_batches, nb + 1, sizeof(int32_t))
         cdef int64_t cap = self.cap_batches
         self.batch_n = <int32_t*>realloc(self.batch_n, cap * sizeof(int32_t))
-        self.batch_block = <float**>realloc(self.batch_block, cap * sizeof(float*))
-        if self.batch_n == NULL or self.batch_block == NULL:
+        if self.batch_n == NULL:
             raise MemoryError()
         self.batch_at[nb] = <int32_t>at
         self.batch_n[nb] = n
-        self.batch_block[nb] = block
         self.n_batches = nb + 1
         cdef Batch b
         b.nodes = self.nodes
@@ -710,10 +712,10 @@ cdef class ComputationGraph:
                     self.mark[y] = st
                     self.needed[nanc] = y
                     nanc += 1
-        # leaves: gradient storage of trainable ones is the parameter's; others write a sink.
-        # Nodes that are not ancestors of target still need valid gradient storage: a batch
-        # holding an ancestor may hold non-ancestors too, and its kernel adds their (zero)
-        # gradient into their arguments. They share a zeroed sink, which stays zero.
+        # Leaves: the gradient storage of trainable ones is the parameter's; other
+        # ancestors write into a shared sink (kernels add to every argument). Nodes
+        # that are not ancestors point at a zeroed sink that nothing writes, so that
+        # gradient() reads zeros for them.
         for k in range(self.n_nodes):
             if self.nodes[k].size > sink_size:
                 sink_size = self.nodes[k].size
@@ -735,6 +737,7 @@ cdef class ComputationGraph:
         cdef int64_t bi, j, per
         cdef int32_t* ids
         cdef bint any_anc, any_work
+        cdef int64_t most = 1                # the largest batch
         cdef uint8_t* run = <uint8_t*>malloc(self.n_batches + 1)
         if run == NULL:
             raise MemoryError()
@@ -748,6 +751,8 @@ cdef class ComputationGraph:
                     if self.nodes[ids[j]].flags & F_NEEDS_GRAD:
                         any_work = True
             run[bi] = any_work
+            if self.batch_n[bi] > most:
+                most = self.batch_n[bi]
             if any_anc:
                 per = self.nodes[ids[0]].size
                 g = arena_alloc(&self.garena, per * self.batch_n[bi])
@@ -770,10 +775,6 @@ cdef class ComputationGraph:
         # A batch may mix ancestors of target with other nodes: backward runs over the
         # ancestors only, so that nothing flows from nodes the loss does not use (not
         # even 0 * inf = NaN from a node whose local derivative is infinite).
-        cdef int64_t most = 1
-        for bi in range(self.n_batches):
-            if self.batch_n[bi] > most:
-                most = self.batch_n[bi]
         cdef int32_t* sub = <int32_t*>malloc(most * sizeof(int32_t))
         # room for one postponed weight gradient per product term
         cdef WeightGrads defer
