@@ -256,7 +256,7 @@ cdef Expression _div(object x, object y):
 
 cdef inline Expression _unary(int op, Expression x, float fa):
     cdef Node* n = _check(x)
-    return _wrap(_cg.add_node(op, 1, &x.idx, n.d0, n.d1, n.bs, 0, 0, fa, 0))
+    return _wrap(_cg.add_node(op, 1, &x.idx, n.d0, n.d1, n.bs, 0, fa, 0))
 
 
 cdef Expression _binary(int op, Expression x, Expression y):
@@ -276,7 +276,7 @@ cdef Expression _binary(int op, Expression x, Expression y):
     cdef int bs = _bs2(name, a, b)
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(op, 2, argv, shape.d0, shape.d1, bs, 0, 0, 0.0, 0))
+    return _wrap(_cg.add_node(op, 2, argv, shape.d0, shape.d1, bs, 0, 0.0, 0))
 
 
 cdef Expression _matmul(Expression x, Expression y):
@@ -288,7 +288,7 @@ cdef Expression _matmul(Expression x, Expression y):
     cdef int32_t argv[2]
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(OP_MATMUL, 2, argv, a.d0, b.d1, bs, 0, 0, 0.0, 0))
+    return _wrap(_cg.add_node(OP_MATMUL, 2, argv, a.d0, b.d1, bs, 0, 0.0, 0))
 
 
 cdef int32_t _collect(object xs, str name, int32_t** out) except -1:
@@ -329,6 +329,6 @@ cdef Expression _nary_same(int op, object xs, bint allow_batch_broadcast):
                     bs = a.bs if bs == 1 else bs
                 else:
                     raise DimensionError(f"{OP_NAMES[op]}: batch sizes {a.bs} and {bs} do not match")
-        return _wrap(_cg.add_node(op, n, ids, first.d0, first.d1, bs, 0, 0, 0.0, 0))
+        return _wrap(_cg.add_node(op, n, ids, first.d0, first.d1, bs, 0, 0.0, 0))
     finally:
         free(ids)

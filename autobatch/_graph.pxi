@@ -127,7 +127,7 @@ cdef class ComputationGraph:
     # ------------------------------------------------------------ nodes ----
 
     cdef int32_t add_node(self, int op, int nargs, const int32_t* argv, int d0, int d1, int bs,
-                          int ia, int ib, float fa, int32_t idata) except -1:
+                          int ia, float fa, int32_t idata) except -1:
         cdef int64_t i = self.n_nodes
         cdef int a
         if self.busy:
@@ -149,7 +149,6 @@ cdef class ComputationGraph:
         n.bs = bs
         n.size = d0 * d1 * bs
         n.ia = ia
-        n.ib = ib
         n.fa = fa
         n.idata = idata
         for a in range(nargs):
@@ -190,7 +189,7 @@ cdef class ComputationGraph:
         attributes, identity of shared arguments, shapes of stacked arguments."""
         cdef Node* n = &self.nodes[i]
         cdef int kind = OPS[n.op].kind
-        cdef int64_t need = 9 + n.nargs
+        cdef int64_t need = 6 + n.nargs
         cdef int a, k
         cdef int32_t arg
         cdef bint shared
@@ -200,15 +199,12 @@ cdef class ComputationGraph:
         key[1] = n.nargs
         key[2] = shape_code(n)
         key[3] = n.ia
-        key[4] = n.ib
-        key[5] = float_bits(n.fa)
-        key[6] = i if kind == UNBATCHED else -1
-        key[7] = 0
-        key[8] = 0
+        key[4] = float_bits(n.fa)
+        key[5] = i if kind == UNBATCHED else -1
         for a in range(n.nargs):
             arg = self.args[n.args_at + a]
             shared = (kind == SHARED_FIRST and a == 0) or (kind == SHARED_AFFINE and a % 2 == 1)
-            key[9 + a] = (-1 - <int64_t>arg) if shared else shape_code(&self.nodes[arg])
+            key[6 + a] = (-1 - <int64_t>arg) if shared else shape_code(&self.nodes[arg])
         cdef int klen = <int>need
         cdef uint64_t h = 1469598103934665603
         for k in range(klen):

@@ -55,7 +55,7 @@ ctypedef struct Node:
     int32_t d0, d1, bs  # shape: d0 x d1 (column-major), times bs batch elements
     int32_t size        # d0 * d1 * bs
     int32_t sig         # interned signature id
-    int32_t ia, ib      # integer attributes (part of the signature)
+    int32_t ia          # integer attribute (part of the signature)
     float fa            # float attribute (part of the signature)
     int32_t idata       # per-node data (an index, or an offset into Graph.ibuf); not in the signature
     int32_t flags

@@ -32,7 +32,7 @@ def lookup(LookupParameters p not None, index, update=True):
     """Row `index` of a lookup table (no copy: the node reads the table's memory)."""
     cdef long i = _as_index(index, "lookup")
     p._row_check(i)
-    cdef int32_t n = _cg.add_node(OP_LOOKUP, 0, NULL, p.row_size, 1, 1, 0, 0, 0.0, <int32_t>i)
+    cdef int32_t n = _cg.add_node(OP_LOOKUP, 0, NULL, p.row_size, 1, 1, 0, 0.0, <int32_t>i)
     _cg.nodes[n].val = p.vptr + i * p.row_size
     _cg.nodes[n].flags |= F_ALIAS
     if update and p._updated:
@@ -52,7 +52,7 @@ def lookup_batch(LookupParameters p not None, indices, update=True):
     for i in idx:
         p._row_check(i)
     cdef int32_t at = _cg.add_ints(idx, len(idx))
-    cdef int32_t n = _cg.add_node(OP_LOOKUP_BATCH, 0, NULL, p.row_size, 1, len(idx), 0, 0, 0.0, at)
+    cdef int32_t n = _cg.add_node(OP_LOOKUP_BATCH, 0, NULL, p.row_size, 1, len(idx), 0, 0.0, at)
     _cg.nodes[n].src = p.vptr
     if update and p._updated:
         _cg.nodes[n].srcgrad = p.gptr
@@ -64,7 +64,7 @@ def lookup_batch(LookupParameters p not None, indices, update=True):
 
 
 cdef Expression _leaf_from_flat(object flat, int d0, int d1, int bs):
-    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, bs, 0, 0, 0.0, 0)
+    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, bs, 0, 0.0, 0)
     cdef float* dst = _cg.leaf_memory(i)
     cdef float[::1] src
     if d0 * d1 * bs > 0:
@@ -129,7 +129,7 @@ def constant(dim, float val, int batch_size=1):
     d0, d1 = _dims(dim)
     if batch_size < 1:
         raise DimensionError(f"constant: batch size must be positive, got {batch_size}")
-    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, batch_size, 0, 0, 0.0, 0)
+    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, batch_size, 0, 0.0, 0)
     cdef float* p = _cg.leaf_memory(i)
     cdef int k
     for k in range(d0 * d1 * batch_size):
@@ -147,7 +147,7 @@ def ones(dim, int batch_size=1):
 
 def random_normal(dim, float mean=0.0, float stddev=1.0, int batch_size=1):
     d0, d1 = _dims(dim)
-    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, batch_size, 0, 0, 0.0, 0)
+    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, batch_size, 0, 0.0, 0)
     cdef float* p = _cg.leaf_memory(i)
     cdef int k
     for k in range(d0 * d1 * batch_size):
@@ -157,7 +157,7 @@ def random_normal(dim, float mean=0.0, float stddev=1.0, int batch_size=1):
 
 def random_uniform(dim, float left, float right, int batch_size=1):
     d0, d1 = _dims(dim)
-    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, batch_size, 0, 0, 0.0, 0)
+    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, batch_size, 0, 0.0, 0)
     cdef float* p = _cg.leaf_memory(i)
     cdef int k
     for k in range(d0 * d1 * batch_size):
@@ -228,7 +228,7 @@ def concatenate_to_batch(xs):
                 raise DimensionError(f"concatenate_to_batch: argument {k} has shape {_dimstr(a)}, "
                                      f"argument 0 has {_dimstr(first)}")
             bs += a.bs
-        return _wrap(_cg.add_node(OP_CONCAT_TO_BATCH, n, ids, first.d0, first.d1, bs, 0, 0, 0.0, 0))
+        return _wrap(_cg.add_node(OP_CONCAT_TO_BATCH, n, ids, first.d0, first.d1, bs, 0, 0.0, 0))
     finally:
         free(ids)
 
@@ -255,8 +255,8 @@ def concatenate(xs, int d=0):
                     raise DimensionError(f"concatenate: batch sizes {a.bs} and {bs} do not match")
             total += a.d0 if d == 0 else a.d1
         if d == 0:
-            return _wrap(_cg.add_node(OP_CONCAT, n, ids, total, first.d1, bs, 0, 0, 0.0, 0))
-        return _wrap(_cg.add_node(OP_CONCAT, n, ids, first.d0, total, bs, 1, 0, 0.0, 0))
+            return _wrap(_cg.add_node(OP_CONCAT, n, ids, total, first.d1, bs, 0, 0.0, 0))
+        return _wrap(_cg.add_node(OP_CONCAT, n, ids, first.d0, total, bs, 1, 0.0, 0))
     finally:
         free(ids)
 
@@ -295,14 +295,14 @@ def affine_transform(xs):
         if b.d0 != rows or not (b.d1 == 1 or b.d1 == cols):
             raise DimensionError(f"affine_transform: bias of shape {_dimstr(b)} does not fit a "
                                  f"({rows}, {cols}) result")
-        return _wrap(_cg.add_node(OP_AFFINE, n, ids, rows, cols, bs, 0, 0, 0.0, 0))
+        return _wrap(_cg.add_node(OP_AFFINE, n, ids, rows, cols, bs, 0, 0.0, 0))
     finally:
         free(ids)
 
 
 cdef Expression _reduce(int op, Expression x):
     cdef Node* n = _check(x)
-    return _wrap(_cg.add_node(op, 1, &x.idx, 1, 1, n.bs, 0, 0, 0.0, 0))
+    return _wrap(_cg.add_node(op, 1, &x.idx, 1, 1, n.bs, 0, 0.0, 0))
 
 
 def sum_elems(Expression x): return _reduce(OP_SUM_ELEMS, x)
@@ -321,7 +321,7 @@ cdef Expression _pair_reduce(int op, Expression x, Expression y):
     cdef int32_t argv[2]
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(op, 2, argv, 1, 1, bs, 0, 0, 0.0, 0))
+    return _wrap(_cg.add_node(op, 2, argv, 1, 1, bs, 0, 0.0, 0))
 
 
 def dot_product(Expression x, Expression y): return _pair_reduce(OP_DOT, x, y)
@@ -331,7 +331,7 @@ def binary_log_loss(Expression x, Expression y): return _pair_reduce(OP_BINARY_L
 
 def sum_batches(Expression x):
     cdef Node* n = _check(x)
-    return _wrap(_cg.add_node(OP_SUM_BATCHES, 1, &x.idx, n.d0, n.d1, 1, 0, 0, 0.0, 0))
+    return _wrap(_cg.add_node(OP_SUM_BATCHES, 1, &x.idx, n.d0, n.d1, 1, 0, 0.0, 0))
 
 
 def max_dim(Expression x, int d=0):
@@ -340,7 +340,7 @@ def max_dim(Expression x, int d=0):
     if d not in (0, 1):
         raise DimensionError(f"max_dim: d must be 0 or 1, got {d}")
     cdef int out = n.d1 if d == 0 else n.d0
-    return _wrap(_cg.add_node(OP_MAX_DIM, 1, &x.idx, out, 1, n.bs, d, 0, 0.0, 0))
+    return _wrap(_cg.add_node(OP_MAX_DIM, 1, &x.idx, out, 1, n.bs, d, 0.0, 0))
 
 
 def softmax(Expression x, int d=0):
@@ -378,7 +378,7 @@ def pickneglogsoftmax(Expression x, v):
     if isinstance(v, (list, tuple, np.ndarray)):
         bs = len(v) if n.bs == 1 else n.bs
     cdef int32_t at = _index_list(v, bs, n.d0, "pickneglogsoftmax")
-    return _wrap(_cg.add_node(OP_PICKNLS, 1, &x.idx, 1, 1, bs, 0, 0, 0.0, at))
+    return _wrap(_cg.add_node(OP_PICKNLS, 1, &x.idx, 1, 1, bs, 0, 0.0, at))
 
 
 def pickneglogsoftmax_batch(Expression x, v):
@@ -393,7 +393,7 @@ def hinge(Expression x, v, float m=1.0):
     if isinstance(v, (list, tuple, np.ndarray)):
         bs = len(v) if n.bs == 1 else n.bs
     cdef int32_t at = _index_list(v, bs, n.d0, "hinge")
-    return _wrap(_cg.add_node(OP_HINGE, 1, &x.idx, 1, 1, bs, 0, 0, m, at))
+    return _wrap(_cg.add_node(OP_HINGE, 1, &x.idx, 1, 1, bs, 0, m, at))
 
 
 def hinge_batch(Expression x, v, float m=1.0):
@@ -411,7 +411,7 @@ def pick(Expression x, v, int d=0):
     cdef int limit = n.d0 if d == 0 else n.d1
     cdef int32_t at = _index_list(v, bs, limit, "pick")
     cdef int out = (n.d1 if d == 0 else n.d0)
-    return _wrap(_cg.add_node(OP_PICK, 1, &x.idx, out, 1, bs, d, 0, 0.0, at))
+    return _wrap(_cg.add_node(OP_PICK, 1, &x.idx, out, 1, bs, d, 0.0, at))
 
 
 def pick_batch(Expression x, v, int d=0):
@@ -428,8 +428,8 @@ def pick_range(Expression x, s, e, int d=0):
     if not 0 <= s < e <= limit:
         raise IndexError(f"pick_range: range [{s}, {e}) is not inside [0, {limit})")
     if d == 0:
-        return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, e - s, n.d1, n.bs, 0, 0, 0.0, s))
-    return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, n.d0, e - s, n.bs, 1, 0, 0.0, s))
+        return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, e - s, n.d1, n.bs, 0, 0.0, s))
+    return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, n.d0, e - s, n.bs, 1, 0.0, s))
 
 
 def pick_batch_elems(Expression x, indices):
@@ -442,7 +442,7 @@ def pick_batch_elems(Expression x, indices):
             raise IndexError(f"pick_batch_elems: batch element {i} out of range [0, {n.bs})")
     cdef int32_t at = _cg.add_ints(idx, len(idx))
     n = &_cg.nodes[x.idx]
-    return _wrap(_cg.add_node(OP_PICK_BATCH_ELEMS, 1, &x.idx, n.d0, n.d1, len(idx), 0, 0, 0.0, at))
+    return _wrap(_cg.add_node(OP_PICK_BATCH_ELEMS, 1, &x.idx, n.d0, n.d1, len(idx), 0, 0.0, at))
 
 
 def pick_batch_elem(Expression x, int i):
@@ -451,7 +451,7 @@ def pick_batch_elem(Expression x, int i):
 
 def transpose(Expression x):
     cdef Node* n = _check(x)
-    return _wrap(_cg.add_node(OP_TRANSPOSE, 1, &x.idx, n.d1, n.d0, n.bs, 0, 0, 0.0, 0))
+    return _wrap(_cg.add_node(OP_TRANSPOSE, 1, &x.idx, n.d1, n.d0, n.bs, 0, 0.0, 0))
 
 
 def reshape(Expression x, d, batch_size=None):
@@ -462,7 +462,7 @@ def reshape(Expression x, d, batch_size=None):
         raise DimensionError("reshape: changing the batch size is not supported")
     if d0 * d1 != n.d0 * n.d1:
         raise DimensionError(f"reshape: cannot reshape {_dimstr(n)} to {tuple(d)}")
-    return _wrap(_cg.add_node(OP_RESHAPE, 1, &x.idx, d0, d1, n.bs, 0, 0, 0.0, 0))
+    return _wrap(_cg.add_node(OP_RESHAPE, 1, &x.idx, d0, d1, n.bs, 0, 0.0, 0))
 
 
 # ---------------------------------------------------------- fused LSTM ops ----
@@ -475,7 +475,7 @@ def lstm_gates(Expression pre, int hidden_dim, float forget_bias=0.0):
     if hidden_dim <= 0 or n.d1 != 1 or n.d0 % hidden_dim != 0 or n.d0 // hidden_dim < 3:
         raise DimensionError(f"lstm_gates: pre-activations of shape {_dimstr(n)} are not "
                              f"3 or more blocks of {hidden_dim}")
-    return _wrap(_cg.add_node(OP_LSTM_GATES, 1, &pre.idx, n.d0, 1, n.bs, hidden_dim, 0,
+    return _wrap(_cg.add_node(OP_LSTM_GATES, 1, &pre.idx, n.d0, 1, n.bs, hidden_dim,
                               forget_bias, 0))
 
 
@@ -496,7 +496,7 @@ def lstm_cell(Expression gates, prev_cells=()):
             if c.d0 != h or c.d1 != 1 or c.bs != g.bs:
                 raise DimensionError(f"lstm_cell: previous cell {m - 1} has shape {_dimstr(c)}, "
                                      f"expected ({h},) with batch {g.bs}")
-        return _wrap(_cg.add_node(OP_LSTM_CELL, n, ids, h, 1, g.bs, 0, 0, 0.0, 0))
+        return _wrap(_cg.add_node(OP_LSTM_CELL, n, ids, h, 1, g.bs, 0, 0.0, 0))
     finally:
         free(ids)
 
@@ -510,7 +510,7 @@ def lstm_hidden(Expression cell, Expression gates):
     cdef int32_t argv[2]
     argv[0] = cell.idx
     argv[1] = gates.idx
-    return _wrap(_cg.add_node(OP_LSTM_HIDDEN, 2, argv, c.d0, 1, c.bs, 0, 0, 0.0, 0))
+    return _wrap(_cg.add_node(OP_LSTM_HIDDEN, 2, argv, c.d0, 1, c.bs, 0, 0.0, 0))
 
 
 def vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):

@@ -88,7 +88,7 @@ cdef class Parameters:
         cdef int k = 0 if (update and self._updated) else 1
         if self.cached_version[k] == _version:
             return _wrap(self.cached_idx[k])
-        cdef int32_t i = _cg.add_node(OP_PARAM, 0, NULL, self.d0, self.d1, 1, 0, 0, 0.0, 0)
+        cdef int32_t i = _cg.add_node(OP_PARAM, 0, NULL, self.d0, self.d1, 1, 0, 0.0, 0)
         _cg.nodes[i].val = self.vptr
         _cg.nodes[i].flags |= F_ALIAS
         if k == 0:
@@ -217,7 +217,7 @@ cdef class LookupParameters:
 
     def expr(self, update=True):
         """The whole table as a (dim, rows) matrix expression, as in DyNet."""
-        cdef int32_t i = _cg.add_node(OP_PARAM, 0, NULL, self.row_size, self.n_rows, 1, 0, 0, 0.0, 0)
+        cdef int32_t i = _cg.add_node(OP_PARAM, 0, NULL, self.row_size, self.n_rows, 1, 0, 0.0, 0)
         _cg.nodes[i].val = self.vptr
         _cg.nodes[i].flags |= F_ALIAS
         if update and self._updated:
