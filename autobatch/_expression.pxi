@@ -68,13 +68,18 @@ cdef str _dimstr(Node* n):
     return s if n.bs == 1 else f"{s} x batch {n.bs}"
 
 
+cdef inline int _merge_bs(str op, int bs, int other) except -1:
+    """The batch size of an op whose arguments have batch sizes bs and other: equal,
+    or one of them is 1 and broadcasts."""
+    if bs == other or other == 1:
+        return bs
+    if bs == 1:
+        return other
+    raise DimensionError(f"{op}: batch sizes {bs} and {other} do not match")
+
+
 cdef inline int _bs2(str op, Node* x, Node* y) except -1:
-    """Batch size of an op over x and y; one of them may broadcast."""
-    if x.bs == y.bs or y.bs == 1:
-        return x.bs
-    if x.bs == 1:
-        return y.bs
-    raise DimensionError(f"{op}: batch sizes {x.bs} and {y.bs} do not match")
+    return _merge_bs(op, x.bs, y.bs)
 
 
 # ------------------------------------------------------------------ Expression ----
@@ -324,11 +329,10 @@ cdef Expression _nary_same(int op, object xs, bint allow_batch_broadcast):
             if a.d0 != first.d0 or a.d1 != first.d1:
                 raise DimensionError(f"{OP_NAMES[op]}: argument {k} has shape {_dimstr(a)}, "
                                      f"argument 0 has {_dimstr(first)}")
-            if a.bs != bs:
-                if allow_batch_broadcast and (a.bs == 1 or bs == 1):
-                    bs = a.bs if bs == 1 else bs
-                else:
-                    raise DimensionError(f"{OP_NAMES[op]}: batch sizes {a.bs} and {bs} do not match")
+            if allow_batch_broadcast:
+                bs = _merge_bs(OP_NAMES[op], bs, a.bs)
+            elif a.bs != bs:
+                raise DimensionError(f"{OP_NAMES[op]}: batch sizes {bs} and {a.bs} do not match")
         return _wrap(_cg.add_node(op, n, ids, first.d0, first.d1, bs, 0, 0.0, 0))
     finally:
         free(ids)

@@ -248,11 +248,7 @@ def concatenate(xs, int d=0):
             if (d == 0 and a.d1 != first.d1) or (d == 1 and a.d0 != first.d0):
                 raise DimensionError(f"concatenate(d={d}): argument {k} has shape {_dimstr(a)}, "
                                      f"argument 0 has {_dimstr(first)}")
-            if a.bs != bs:
-                if a.bs == 1 or bs == 1:
-                    bs = a.bs if bs == 1 else bs
-                else:
-                    raise DimensionError(f"concatenate: batch sizes {a.bs} and {bs} do not match")
+            bs = _merge_bs("concatenate", bs, a.bs)
             total += a.d0 if d == 0 else a.d1
         if d == 0:
             return _wrap(_cg.add_node(OP_CONCAT, n, ids, total, first.d1, bs, 0, 0.0, 0))
@@ -286,12 +282,7 @@ def affine_transform(xs):
                 raise DimensionError(f"affine_transform: term {k // 2} multiplies {_dimstr(w)} by "
                                      f"{_dimstr(x)}")
             rows, cols = w.d0, x.d1
-            for a in (w.bs, x.bs):
-                if a != bs:
-                    if a == 1 or bs == 1:
-                        bs = a if bs == 1 else bs
-                    else:
-                        raise DimensionError(f"affine_transform: batch sizes {a} and {bs} do not match")
+            bs = _merge_bs("affine_transform", _merge_bs("affine_transform", bs, w.bs), x.bs)
         if b.d0 != rows or not (b.d1 == 1 or b.d1 == cols):
             raise DimensionError(f"affine_transform: bias of shape {_dimstr(b)} does not fit a "
                                  f"({rows}, {cols}) result")
