@@ -32,15 +32,11 @@ def lookup(LookupParameters p not None, index, update=True):
     """Row `index` of a lookup table (no copy: the node reads the table's memory)."""
     cdef long i = _as_index(index, "lookup")
     p._row_check(i)
-    cdef int32_t n = _cg.add_node(OP_LOOKUP, 0, NULL, p.row_size, 1, 1, 0, 0.0, <int32_t>i)
-    _cg.nodes[n].val = p.vptr + i * p.row_size
-    _cg.nodes[n].flags |= F_ALIAS
-    if update and p._updated:
-        _cg.nodes[n].grad = p.gptr + i * p.row_size
-        _cg.nodes[n].flags |= F_NEEDS_GRAD | F_TRAINABLE
+    cdef bint trained = update and p._updated
+    cdef int32_t n = _alias_leaf(p, OP_LOOKUP, p.row_size, 1, p.vptr + i * p.row_size,
+                                 p.gptr + i * p.row_size if trained else NULL, <int32_t>i)
+    if trained:
         p.used[i] = 1
-    if not _cg.keepalive or _cg.keepalive[len(_cg.keepalive) - 1] is not p:
-        _cg.keepalive.append(p)
     return _wrap(n)
 
 

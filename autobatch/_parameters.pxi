@@ -7,6 +7,20 @@ cdef float* _float_ptr(object arr):
     return &view[0] if view.shape[0] > 0 else NULL
 
 
+cdef int32_t _alias_leaf(object owner, int op, int d0, int d1, float* val, float* grad,
+                         int32_t idata) except -1:
+    """A leaf that reads parameter memory in place and, given grad, trains it."""
+    cdef int32_t i = _cg.add_node(op, 0, NULL, d0, d1, 1, 0, 0.0, idata)
+    _cg.nodes[i].val = val
+    _cg.nodes[i].flags |= F_ALIAS
+    if grad != NULL:
+        _cg.nodes[i].grad = grad
+        _cg.nodes[i].flags |= F_NEEDS_GRAD | F_TRAINABLE
+    if not _cg.keepalive or _cg.keepalive[len(_cg.keepalive) - 1] is not owner:
+        _cg.keepalive.append(owner)     # the graph points into its memory
+    return i
+
+
 cdef class Parameters:
     """A trainable tensor. Values and gradient are fixed numpy arrays (updated in place)."""
     cdef readonly object _flat            # 1-D float32 storage (column-major)
@@ -88,13 +102,8 @@ cdef class Parameters:
         cdef int k = 0 if (update and self._updated) else 1
         if self.cached_version[k] == _version:
             return _wrap(self.cached_idx[k])
-        cdef int32_t i = _cg.add_node(OP_PARAM, 0, NULL, self.d0, self.d1, 1, 0, 0.0, 0)
-        _cg.nodes[i].val = self.vptr
-        _cg.nodes[i].flags |= F_ALIAS
-        if k == 0:
-            _cg.nodes[i].grad = self.gptr
-            _cg.nodes[i].flags |= F_NEEDS_GRAD | F_TRAINABLE
-        _cg.keepalive.append(self)
+        cdef int32_t i = _alias_leaf(self, OP_PARAM, self.d0, self.d1, self.vptr,
+                                     self.gptr if k == 0 else NULL, 0)
         self.cached_idx[k] = i
         self.cached_version[k] = _version
         return _wrap(i)
@@ -217,14 +226,11 @@ cdef class LookupParameters:
 
     def expr(self, update=True):
         """The whole table as a (dim, rows) matrix expression, as in DyNet."""
-        cdef int32_t i = _cg.add_node(OP_PARAM, 0, NULL, self.row_size, self.n_rows, 1, 0, 0.0, 0)
-        _cg.nodes[i].val = self.vptr
-        _cg.nodes[i].flags |= F_ALIAS
-        if update and self._updated:
-            _cg.nodes[i].grad = self.gptr
-            _cg.nodes[i].flags |= F_NEEDS_GRAD | F_TRAINABLE
+        cdef bint trained = update and self._updated
+        cdef int32_t i = _alias_leaf(self, OP_PARAM, self.row_size, self.n_rows, self.vptr,
+                                     self.gptr if trained else NULL, 0)
+        if trained:
             self._used_mask[:] = 1
-        _cg.keepalive.append(self)
         return _wrap(i)
 
     def __repr__(self):
