@@ -342,18 +342,22 @@ def log_softmax(Expression x, restrict=None):
     return _unary(OP_LOG_SOFTMAX, x, 0.0)
 
 
-cdef int32_t _index_list(object index, int bs, int limit, str name) except -1:
-    """Store one index per batch element (a single int is repeated); check the range."""
+cdef int32_t _index_list(object index, int* bs, int limit, str name) except -1:
+    """Store one index per batch element of the result; check the range. *bs is the
+    argument's batch size on entry, the result's on return: a list of indices for an
+    unbatched argument makes a batch of that many, a single int is repeated."""
     if isinstance(index, (list, tuple, np.ndarray)):
         idx = [_as_index(i, name) for i in index]
-        if len(idx) != bs:
-            raise ValueError(f"{name}: {len(idx)} indices for a batch of {bs}")
+        if bs[0] == 1:
+            bs[0] = len(idx)
+        if len(idx) != bs[0]:
+            raise ValueError(f"{name}: {len(idx)} indices for a batch of {bs[0]}")
     else:
-        idx = [_as_index(index, name)] * bs
+        idx = [_as_index(index, name)] * bs[0]
     for i in idx:
         if not 0 <= i < limit:
             raise IndexError(f"{name}: index {i} out of range [0, {limit})")
-    return _cg.add_ints(idx, bs)
+    return _cg.add_ints(idx, bs[0])
 
 
 def pickneglogsoftmax(Expression x, v):
@@ -362,9 +366,7 @@ def pickneglogsoftmax(Expression x, v):
     if n.d1 != 1:
         raise DimensionError(f"pickneglogsoftmax: needs a vector, got {_dimstr(n)}")
     cdef int bs = n.bs
-    if isinstance(v, (list, tuple, np.ndarray)):
-        bs = len(v) if n.bs == 1 else n.bs
-    cdef int32_t at = _index_list(v, bs, n.d0, "pickneglogsoftmax")
+    cdef int32_t at = _index_list(v, &bs, n.d0, "pickneglogsoftmax")
     return _wrap(_cg.add_node(OP_PICKNLS, 1, &x.idx, 1, 1, bs, 0, 0.0, at))
 
 
@@ -377,9 +379,7 @@ def hinge(Expression x, v, float m=1.0):
     if n.d1 != 1:
         raise DimensionError(f"hinge: needs a vector, got {_dimstr(n)}")
     cdef int bs = n.bs
-    if isinstance(v, (list, tuple, np.ndarray)):
-        bs = len(v) if n.bs == 1 else n.bs
-    cdef int32_t at = _index_list(v, bs, n.d0, "hinge")
+    cdef int32_t at = _index_list(v, &bs, n.d0, "hinge")
     return _wrap(_cg.add_node(OP_HINGE, 1, &x.idx, 1, 1, bs, 0, m, at))
 
 
@@ -393,10 +393,8 @@ def pick(Expression x, v, int d=0):
     if d not in (0, 1):
         raise DimensionError(f"pick: d must be 0 or 1, got {d}")
     cdef int bs = n.bs
-    if isinstance(v, (list, tuple, np.ndarray)):
-        bs = len(v) if n.bs == 1 else n.bs
     cdef int limit = n.d0 if d == 0 else n.d1
-    cdef int32_t at = _index_list(v, bs, limit, "pick")
+    cdef int32_t at = _index_list(v, &bs, limit, "pick")
     cdef int out = (n.d1 if d == 0 else n.d0)
     return _wrap(_cg.add_node(OP_PICK, 1, &x.idx, out, 1, bs, d, 0.0, at))
 
