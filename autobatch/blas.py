@@ -37,12 +37,27 @@ def _find_library():
     return info.dli_fname.decode()
 
 
-def _function(*names):
-    for name in names:
-        f = getattr(_lib, name, None) if _lib is not None else None
-        if f is not None:
-            return f
+def openblas_function(lib, name):
+    """An OpenBLAS entry point of a loaded library (ctypes), whatever the build's
+    naming: scipy's wheels prefix `scipy_`, 64-bit-integer builds end in `64_`."""
+    if lib is None:
+        return None
+    for prefix in ("scipy_openblas_", "openblas_"):
+        for suffix in ("", "64_"):
+            f = getattr(lib, prefix + name + suffix, None)
+            if f is not None:
+                return f
     return None
+
+
+def openblas_kernel(lib):
+    """(core name, threads) of a loaded OpenBLAS library; None where it does not say."""
+    core = openblas_function(lib, "get_corename")
+    threads = openblas_function(lib, "get_num_threads")
+    if core is not None:
+        core.restype = ctypes.c_char_p
+    return (core().decode() if core is not None else None,
+            int(threads()) if threads is not None else None)
 
 
 def _load():
@@ -63,7 +78,7 @@ def set_blas_threads(n):
     if n < 1:
         raise ValueError(f"BLAS threads must be >= 1, got {n}")
     _load()
-    f = _function("scipy_openblas_set_num_threads", "openblas_set_num_threads")
+    f = openblas_function(_lib, "set_num_threads")
     if f is None:
         return False
     f.argtypes = [ctypes.c_int]
@@ -73,19 +88,14 @@ def set_blas_threads(n):
 
 def blas_threads():
     _load()
-    f = _function("scipy_openblas_get_num_threads", "openblas_get_num_threads")
-    return int(f()) if f is not None else None
+    return openblas_kernel(_lib)[1]
 
 
 def blas_info():
     """{'library': path, 'kernel': OpenBLAS core name, 'threads': n} of the engine's BLAS."""
     _load()
-    core = _function("scipy_openblas_get_corename", "openblas_get_corename")
-    kernel = None
-    if core is not None:
-        core.restype = ctypes.c_char_p
-        kernel = core().decode()
-    return {"library": _path or None, "kernel": kernel, "threads": blas_threads()}
+    kernel, threads = openblas_kernel(_lib)
+    return {"library": _path or None, "kernel": kernel, "threads": threads}
 
 
 def _configure_from_environment():

@@ -7,6 +7,8 @@ import ctypes
 import os
 import sys
 
+from autobatch.blas import openblas_kernel
+
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -41,20 +43,8 @@ def loaded_openblas():
     except OSError:
         return out
     for path in paths:
-        lib = ctypes.CDLL(path)
-        info = [path, "?", "?"]
-        for prefix in ("scipy_", ""):
-            for suffix in ("", "64_"):
-                fn = getattr(lib, f"{prefix}openblas_get_corename{suffix}", None)
-                nt = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
-                if fn is not None:
-                    fn.restype = ctypes.c_char_p
-                    info[1] = fn().decode()
-                    info[2] = nt() if nt is not None else "?"
-                    break
-            if info[1] != "?":
-                break
-        out.append(tuple(info))
+        core, threads = openblas_kernel(ctypes.CDLL(path))
+        out.append((path, core or "?", "?" if threads is None else threads))
     return out
 
 
