@@ -6,8 +6,8 @@ usual; the engine batches the steps of all instances. The LSTM builders record o
 fused node per gate activation, cell update and hidden output (see `lstm_gates`).
 """
 from autobatch._core import (
-    Expression, affine_transform, cg_version, cmult, concatenate, dropout, logistic, lstm_cell,
-    lstm_gates, lstm_hidden, ones, parameter, tanh, zeros,
+    Expression, affine_transform, cg_version, cmult, concatenate, dropout, inputVector, logistic,
+    lstm_cell, lstm_gates, lstm_hidden, ones, parameter, tanh, zeros,
 )
 
 
@@ -104,16 +104,12 @@ class _RNNBuilder:
         """A new sequence. `vecs`: initial state (cells then hidden states for LSTMs);
         zero when omitted."""
         self._update = update
-        masks = self._dropout_masks()
-        if vecs is None:
-            return RNNState(self, [None] * self.layers,
-                            [None] * self.layers if self._has_cell else None, None, masks)
         state = RNNState(self, [None] * self.layers,
-                         [None] * self.layers if self._has_cell else None, None, masks)
-        return state.set_s(vecs)
+                         [None] * self.layers if self._has_cell else None, None,
+                         self._dropout_masks())
+        return state if vecs is None else state.set_s(vecs)
 
     def initial_state_from_raw_vectors(self, vecs=None, update=True):
-        from autobatch._core import inputVector
         return self.initial_state(None if vecs is None else [inputVector(v) for v in vecs], update)
 
     def param_collection(self):
@@ -168,26 +164,21 @@ class _RNNBuilder:
         return self._param_exprs[layer]
 
     def _step(self, state, x):
-        if self.layers == 1 and state._masks is None:      # the common case, directly
-            h, c = self._cell(self._layer_params(0), x, state._h[0],
-                              state._c[0] if self._has_cell else None)
-            return [h], ([c] if self._has_cell else None)
-        hs, cs = [], [] if self._has_cell else None
+        masks, has_cell = state._masks, self._has_cell
+        hs, cs = [], []
         for layer in range(self.layers):
             h_prev = state._h[layer]
-            if state._masks is not None:
-                mx, mh = state._masks[layer]
+            if masks is not None:
+                mx, mh = masks[layer]
                 if mx is not None:
                     x = cmult(x, mx)
                 if mh is not None and h_prev is not None:
                     h_prev = cmult(h_prev, mh)
-            c_prev = state._c[layer] if self._has_cell else None
-            h, c = self._cell(self._layer_params(layer), x, h_prev, c_prev)
-            hs.append(h)
-            if self._has_cell:
-                cs.append(c)
-            x = h
-        return hs, cs
+            x, c = self._cell(self._layer_params(layer), x, h_prev,
+                              state._c[layer] if has_cell else None)
+            hs.append(x)
+            cs.append(c)
+        return hs, (cs if has_cell else None)
 
 
 class SimpleRNNBuilder(_RNNBuilder):
@@ -209,8 +200,9 @@ class VanillaLSTMBuilder(_RNNBuilder):
     """LSTM without peepholes (DyNet's VanillaLSTMBuilder): gates [i; f; o; g] =
     W_x x + W_h h + b, f gets + forget_bias; c = f*c + i*g; h = o*tanh(c).
 
-    Each step records 4 nodes: one affine transform (a shared-weight gemm in the
-    batch) and the fused gate, cell and hidden ops."""
+    Each step records 5 nodes: the input projection (its own node, so that the
+    steps of all sequences share one gemm), the recurrent affine transform, and the
+    fused gate, cell and hidden ops."""
     _has_cell = True
     _name = "vanilla-lstm-builder"
 
