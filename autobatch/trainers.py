@@ -95,7 +95,9 @@ class Trainer:
         # einsum, not np.dot: numpy's threaded BLAS would wake threads that then spin
         # beside the engine's single-threaded work; float64 sums for large tables
         sq = sum(float(np.einsum("i,i->", g.ravel(), g.ravel(), dtype=np.float64)) for _, g, _ in dense)
-        sq += sum(float(np.einsum("ij,ij->", g[rows], g[rows], dtype=np.float64)) for _, g, _, rows in sparse)
+        for _, g, _, rows in sparse:
+            used = g[rows]
+            sq += float(np.einsum("ij,ij->", used, used, dtype=np.float64))
         norm = np.sqrt(sq)
         if not np.isfinite(norm):
             raise RuntimeError(f"Magnitude of gradient is bad: {norm}")
