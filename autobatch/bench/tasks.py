@@ -118,14 +118,9 @@ class TreeLSTM(Task):
         self.O = pc.add_parameters((D.N_TAGS, H))
         self.bo = pc.add_parameters(D.N_TAGS, init=0.0)
 
-    def encode(self, t):
-        if isinstance(t, tuple):
-            return self.tree.compose(self.encode(t[0]), self.encode(t[1]))
-        return self.tree.leaf(self.E[t])
-
     def loss(self, inst):
         tree, label = inst
-        root = self.encode(tree)
+        root = self.tree.expr_for_tree(tree, lambda w: self.E[w])
         return dy.pickneglogsoftmax(dy.affine_transform([self.bo, self.O, root.h]), label)
 
     def flops(self, inst):
