@@ -14,6 +14,7 @@ Gradients only flow into trainable parameters, so every tensor whose gradient is
 checked must be a `Parameters` or `LookupParameters` (make test inputs parameters)::
 
     import autobatch as dy
+from autobatch._kernels import op_kind_names, op_names
     from autobatch.testing import check_grad
 
     pc = dy.ParameterCollection(seed=0)
@@ -27,8 +28,9 @@ every evaluation.
 import numpy as np
 
 import autobatch as dy
+from autobatch._kernels import op_kind_names, op_names
 
-__all__ = ["gradients", "check_grad", "check_batching_invariance",
+__all__ = ["gradients", "check_grad", "check_batching_invariance", "check_schedule",
            "random_program", "program_parameters", "build_program"]
 
 
@@ -171,7 +173,8 @@ def check_batching_invariance(build_fn, params=(), strategies=("depth", "agenda"
     return stats
 
 
-LEAF_OPS = ("input", "parameter", "lookup")
+# ops that are never scheduled (materialised when created), from the op table
+LEAF_OPS = tuple(name for name, kind in zip(op_names(), op_kind_names()) if kind == "leaf")
 
 
 def _ancestors(info, target):

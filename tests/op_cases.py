@@ -19,7 +19,7 @@ import numpy as np
 
 import autobatch as dy
 
-LEAVES = ("input", "parameter", "lookup")
+from autobatch.testing import LEAF_OPS as LEAVES
 
 
 # ------------------------------------------------------------ arguments ----
