@@ -17,8 +17,6 @@ from autobatch._kernels cimport *
 
 import operator
 
-import operator
-
 import numpy as np
 
 cdef const OpDef* OPS = op_table()
@@ -64,14 +62,18 @@ cdef inline uint64_t mix(uint64_t h, uint64_t v) noexcept nogil:
     return h * <uint64_t>0xBF58476D1CE4E5B9
 
 
-cdef inline int64_t shape_code(Node* n) noexcept nogil:
-    return (<int64_t>n.d0) | ((<int64_t>n.d1) << 21) | ((<int64_t>n.bs) << 42)
+# a signature key: op, nargs, the shape (3 words), the attributes (4 words), then
+# 3 words per argument (its shape, or its node id when it is shared by identity)
+cdef enum:
+    KEY_HEAD = 9
+    KEY_PER_ARG = 3
 
 
-cdef inline int64_t float_bits(float f) noexcept nogil:
-    cdef int32_t bits
-    memcpy(&bits, &f, 4)
-    return bits
+cdef inline void shape_words(const Node* n, int64_t* out) noexcept nogil:
+    """A node's full shape in three words (each size is a positive int32)."""
+    out[0] = (<int64_t>n.d[0]) | ((<int64_t>n.d[1]) << 32)
+    out[1] = (<int64_t>n.d[2]) | ((<int64_t>n.d[3]) << 32)
+    out[2] = (<int64_t>n.nd) | ((<int64_t>n.bs) << 32)
 
 
 # strategy ids of the built-in (Cython) strategies; anything else is a Python object

@@ -64,8 +64,104 @@ cdef inline Expression _wrap(int32_t idx):
 
 
 cdef str _dimstr(Node* n):
-    s = f"({n.d0},)" if n.d1 == 1 else f"({n.d0}, {n.d1})"
+    s = str(tuple(n.d[a] for a in range(n.nd)))
     return s if n.bs == 1 else f"{s} x batch {n.bs}"
+
+
+# ------------------------------------------------------------------ shapes ----
+# Every node's shape goes through _checked_shape: sizes are Python ints checked in 64
+# bits, so nothing wraps around or is truncated.
+
+cdef int64_t MAX_ELEMS = 2147483647     # floats in one node (its size is an int32)
+
+
+cdef Shape _checked_shape(str op, int nd, const int64_t* d, int64_t bs) except *:
+    cdef Shape s
+    cdef int a
+    cdef int64_t total = bs
+    if not 1 <= nd <= MAX_DIMS:
+        raise DimensionError(f"{op}: values have 1 to {MAX_DIMS} dimensions, got {nd}")
+    if bs < 1:
+        raise DimensionError(f"{op}: batch size must be positive, got {bs}")
+    for a in range(nd):
+        if d[a] < 1:
+            raise DimensionError(f"{op}: dimensions must be positive, got "
+                                 f"{tuple(d[k] for k in range(nd))}")
+        total *= d[a] if d[a] < MAX_ELEMS else MAX_ELEMS
+        if total >= MAX_ELEMS:
+            raise DimensionError(
+                f"{op}: a value of {tuple(d[k] for k in range(nd))} x batch {bs} elements is "
+                f"larger than one node can hold (2^31 floats)")
+    s.nd = nd
+    for a in range(MAX_DIMS):
+        s.d[a] = <int32_t>d[a] if a < nd else 1
+    s.bs = <int32_t>bs
+    return s
+
+
+cdef Shape _matrix_shape(str op, int64_t d0, int64_t d1, int64_t bs) except *:
+    """A vector (d1 == 1) or a matrix, as the 2-D ops make them."""
+    cdef int64_t d[2]
+    d[0] = d0
+    d[1] = d1
+    return _checked_shape(op, 1 if d1 == 1 else 2, d, bs)
+
+
+cdef Shape _shape_from(str op, object dims, int64_t bs) except *:
+    """A shape from a user's tuple (or int): ints only, 1 to MAX_DIMS of them."""
+    cdef int64_t d[4]
+    cdef int a
+    if isinstance(dims, (int, np.integer)):
+        dims = (dims,)
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise TypeError(f"{op}: a shape is an int or a tuple of ints, "
+                        f"got {type(dims).__name__}") from None
+    if not 1 <= len(dims) <= MAX_DIMS:
+        raise DimensionError(f"{op}: shapes have 1 to {MAX_DIMS} dimensions, got {dims}")
+    for a in range(len(dims)):
+        v = _as_size(dims[a], op)
+        d[a] = v if v < MAX_ELEMS else MAX_ELEMS
+    return _checked_shape(op, len(dims), d, bs)
+
+
+cdef object _as_size(object v, str op):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{op}: sizes must be ints, got {v!r}")
+    v = int(v)
+    if v < 1:
+        raise DimensionError(f"{op}: sizes must be positive, got {v}")
+    return v
+
+
+cdef inline Shape _like(Node* n, int32_t bs) noexcept:
+    """n's shape with bs batch elements (bs must be >= 1)."""
+    cdef Shape s
+    cdef int a
+    s.nd = n.nd
+    for a in range(MAX_DIMS):
+        s.d[a] = n.d[a]
+    s.bs = bs
+    return s
+
+
+cdef inline bint _same_dims(Node* a, Node* b) noexcept:
+    return a.d[0] == b.d[0] and a.d[1] == b.d[1] and a.d[2] == b.d[2] and a.d[3] == b.d[3]
+
+
+cdef inline Attrs _scalar_attr(float value) noexcept:
+    cdef Attrs at
+    memset(&at, 0, sizeof(Attrs))
+    at.scalar.value = value
+    return at
+
+
+cdef inline Attrs _axis_attr(int dim) noexcept:
+    cdef Attrs at
+    memset(&at, 0, sizeof(Attrs))
+    at.axis.dim = dim
+    return at
 
 
 cdef inline int _merge_bs(str op, int bs, int other) except -1:
@@ -122,8 +218,8 @@ cdef class Expression:
         n = &_cg.nodes[self.idx]
         if n.size == 1:
             return float(n.val[0])
-        if n.d1 == 1 and n.bs == 1:
-            return [float(n.val[i]) for i in range(n.d0)]
+        if n.nd == 1 and n.bs == 1:
+            return [float(n.val[i]) for i in range(n.d[0])]
         return _cg.value_array(self.idx, False)
 
     def npvalue(self, recalculate=False):
@@ -201,7 +297,7 @@ cdef class Expression:
                 raise ValueError("slices of expressions take no step")
             n = _check(self)
             start = 0 if index.start is None else index.start
-            stop = n.d0 if index.stop is None else index.stop
+            stop = n.d[0] if index.stop is None else index.stop
             return pick_range(self, start, stop)
         return pick(self, index)
 
@@ -244,7 +340,7 @@ cdef Expression _mul(object x, object y):
     cdef Expression a = _as_expr(x), b = _as_expr(y)
     cdef Node* na = _check(a)
     cdef Node* nb = _check(b)
-    if na.d1 == nb.d0 or (na.d0 * na.d1 != 1 and nb.d0 * nb.d1 != 1):
+    if cols(na) == rows(nb) or (elems(na) != 1 and elems(nb) != 1):
         return _matmul(a, b)
     return _binary(OP_CMULT, a, b)      # a scalar times an expression
 
@@ -259,9 +355,11 @@ cdef Expression _div(object x, object y):
     return _binary(OP_CDIV, _as_expr(x), _as_expr(y))
 
 
-cdef inline Expression _unary(int op, Expression x, float fa):
+cdef inline Expression _unary(int op, Expression x, float value):
+    """An elementwise op of one argument; `value` is its constant (ScalarAttr)."""
     cdef Node* n = _check(x)
-    return _wrap(_cg.add_node(op, 1, &x.idx, n.d0, n.d1, n.bs, 0, fa, 0))
+    cdef Attrs at = _scalar_attr(value)
+    return _wrap(_cg.add_node(op, 1, &x.idx, _like(n, n.bs), 0, &at))
 
 
 cdef Expression _binary(int op, Expression x, Expression y):
@@ -271,29 +369,29 @@ cdef Expression _binary(int op, Expression x, Expression y):
     cdef int32_t argv[2]
     cdef Node* shape = a
     name = OP_NAMES[op]
-    if a.d0 != b.d0 or a.d1 != b.d1:
-        if b.d0 * b.d1 == 1:
+    if not _same_dims(a, b):
+        if elems(b) == 1:
             shape = a
-        elif a.d0 * a.d1 == 1:
+        elif elems(a) == 1:
             shape = b
         else:
             raise DimensionError(f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not match")
     cdef int bs = _bs2(name, a, b)
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(op, 2, argv, shape.d0, shape.d1, bs, 0, 0.0, 0))
+    return _wrap(_cg.add_node(op, 2, argv, _like(shape, bs)))
 
 
 cdef Expression _matmul(Expression x, Expression y):
     cdef Node* a = _check(x)
     cdef Node* b = _check(y)
-    if a.d1 != b.d0:
+    if cols(a) != rows(b) or a.nd > 2 or b.nd > 2:
         raise DimensionError(f"matmul: cannot multiply {_dimstr(a)} by {_dimstr(b)}")
     cdef int bs = _bs2("matmul", a, b)
     cdef int32_t argv[2]
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(OP_MATMUL, 2, argv, a.d0, b.d1, bs, 0, 0.0, 0))
+    return _wrap(_cg.add_node(OP_MATMUL, 2, argv, _matrix_shape("matmul", rows(a), cols(b), bs)))
 
 
 cdef int32_t _collect(object xs, str name, int32_t** out) except -1:
@@ -326,13 +424,13 @@ cdef Expression _nary_same(int op, object xs, bint allow_batch_broadcast):
     try:
         for k in range(n):
             a = &_cg.nodes[ids[k]]
-            if a.d0 != first.d0 or a.d1 != first.d1:
+            if not _same_dims(a, first):
                 raise DimensionError(f"{OP_NAMES[op]}: argument {k} has shape {_dimstr(a)}, "
                                      f"argument 0 has {_dimstr(first)}")
             if allow_batch_broadcast:
                 bs = _merge_bs(OP_NAMES[op], bs, a.bs)
             elif a.bs != bs:
                 raise DimensionError(f"{OP_NAMES[op]}: batch sizes {bs} and {a.bs} do not match")
-        return _wrap(_cg.add_node(op, n, ids, first.d0, first.d1, bs, 0, 0.0, 0))
+        return _wrap(_cg.add_node(op, n, ids, _like(first, bs)))
     finally:
         free(ids)

@@ -126,17 +126,15 @@ cdef class ComputationGraph:
 
     # ------------------------------------------------------------ nodes ----
 
-    cdef int32_t add_node(self, int op, int nargs, const int32_t* argv, int d0, int d1, int bs,
-                          int ia, float fa, int32_t idata) except -1:
+    cdef int32_t add_node(self, int op, int nargs, const int32_t* argv, Shape shape,
+                          int32_t idata=0, const Attrs* attr=NULL) except -1:
+        """Append a node of a checked shape (see check_shape) with its typed attributes."""
         cdef int64_t i = self.n_nodes
         cdef int a
         if self.busy:
             self.check_idle()
         if i >= 2147483000:
             raise MemoryError("autobatch: too many nodes in one graph")
-        if <int64_t>d0 * d1 * bs >= 2147483647:
-            raise DimensionError(f"{OP_NAMES[op]}: a value of {d0} x {d1} x batch {bs} elements "
-                                 "is larger than one node can hold (2^31 floats)")
         self.nodes = <Node*>grow(self.nodes, &self.cap_nodes, i + 1, sizeof(Node))
         self.args = <int32_t*>grow(self.args, &self.cap_args, self.n_args + nargs, sizeof(int32_t))
         cdef Node* n = &self.nodes[i]
@@ -144,12 +142,13 @@ cdef class ComputationGraph:
         n.op = op
         n.nargs = nargs
         n.args_at = <int32_t>self.n_args
-        n.d0 = d0
-        n.d1 = d1
-        n.bs = bs
-        n.size = d0 * d1 * bs
-        n.ia = ia
-        n.fa = fa
+        n.nd = shape.nd
+        for a in range(MAX_DIMS):
+            n.d[a] = shape.d[a]
+        n.bs = shape.bs
+        n.size = elems(n) * shape.bs
+        if attr != NULL:
+            n.attr = attr[0]
         n.idata = idata
         for a in range(nargs):
             self.args[self.n_args + a] = argv[a]
@@ -159,7 +158,7 @@ cdef class ComputationGraph:
             n.flags &= ~F_NEEDS_GRAD
         self.n_args += nargs
         self.n_nodes = i + 1
-        if OPS[op].kind == LEAF:
+        if OPS[op].leaf:
             n.sig = -1
             n.flags |= F_DONE
         else:
@@ -185,26 +184,29 @@ cdef class ComputationGraph:
     # ------------------------------------------------------- signatures ----
 
     cdef int32_t intern_signature(self, int32_t i) except -1:
-        """Everything that must be equal for nodes to share a kernel call: op, shape,
-        attributes, identity of shared arguments, shapes of stacked arguments."""
+        """Everything that must be equal for nodes to share a kernel call: op, full
+        shape, every attribute, identity of shared arguments, full shapes of stacked
+        arguments (and so which of them broadcast). Full keys are compared."""
         cdef Node* n = &self.nodes[i]
-        cdef int kind = OPS[n.op].kind
-        cdef int64_t need = 6 + n.nargs
+        cdef const OpDef* od = &OPS[n.op]
+        cdef int64_t need = KEY_HEAD + KEY_PER_ARG * n.nargs
         cdef int a, k
         cdef int32_t arg
-        cdef bint shared
         self.keybuf = <int64_t*>grow(self.keybuf, &self.cap_keybuf, need, sizeof(int64_t))
         cdef int64_t* key = self.keybuf
         key[0] = n.op
         key[1] = n.nargs
-        key[2] = shape_code(n)
-        key[3] = n.ia
-        key[4] = float_bits(n.fa)
-        key[5] = i if kind == UNBATCHED else -1
+        shape_words(n, key + 2)
+        for k in range(4):
+            key[5 + k] = n.attr.words[k]
         for a in range(n.nargs):
             arg = self.args[n.args_at + a]
-            shared = (kind == SHARED_FIRST and a == 0) or (kind == SHARED_AFFINE and a % 2 == 1)
-            key[6 + a] = (-1 - <int64_t>arg) if shared else shape_code(&self.nodes[arg])
+            if arg_is_shared(od, a):
+                key[KEY_HEAD + KEY_PER_ARG * a] = -1 - <int64_t>arg
+                key[KEY_HEAD + KEY_PER_ARG * a + 1] = 0
+                key[KEY_HEAD + KEY_PER_ARG * a + 2] = 0
+            else:
+                shape_words(&self.nodes[arg], key + KEY_HEAD + KEY_PER_ARG * a)
         cdef int klen = <int>need
         cdef uint64_t h = 1469598103934665603
         for k in range(klen):
@@ -522,13 +524,11 @@ cdef class ComputationGraph:
         cdef double avg, best_avg = 0
         cdef int32_t* lst
         if self.strategy_id == S_AGENDA:
-            # DyNet's agenda: unbatchable first, else the signature whose pending nodes
+            # DyNet's agenda: the signature whose pending nodes
             # (ready or not) have the lowest average depth; static per forward, so a
             # signature that still has deep nodes to come waits for them
             for k in range(self.n_active):
                 s = self.active[k]
-                if OPS[self.nodes[self.sig_first[s]].op].kind == UNBATCHED:
-                    return self.take(s, 2147483647)
                 avg = self.sig_avg_depth[s]
                 if best < 0 or avg < best_avg or (avg == best_avg and s < best):
                     best = s
@@ -540,8 +540,6 @@ cdef class ComputationGraph:
             # and run together; ties go to the lower average depth
             for k in range(self.n_active):
                 s = self.active[k]
-                if OPS[self.nodes[self.sig_first[s]].op].kind == UNBATCHED:
-                    return self.take(s, 2147483647)
                 if best < 0 or self.sig_avg_height[s] > best_avg or \
                         (self.sig_avg_height[s] == best_avg and
                          self.sig_avg_depth[s] < self.sig_avg_depth[best]):
@@ -680,7 +678,7 @@ cdef class ComputationGraph:
         self.check_idle()
         self.forward_to(target)
         cdef Node* t = &self.nodes[target]
-        if t.d0 * t.d1 != 1:
+        if elems(t) != 1:
             raise ValueError(f"backward() needs a scalar expression; this one has shape "
                              f"{self.shape_of(target)} (sum it first, e.g. with dy.sum_elems)")
         cdef double t0 = now()
@@ -722,7 +720,7 @@ cdef class ComputationGraph:
             for k in range(nanc):
                 self.nodes[self.needed[k]].flags |= F_NEEDS_GRAD
         for k in range(self.n_nodes):
-            if OPS[self.nodes[k].op].kind != LEAF or self.nodes[k].flags & F_TRAINABLE:
+            if not OPS[self.nodes[k].op].leaf or self.nodes[k].flags & F_TRAINABLE:
                 continue
             if self.mark[k] == st and self.nodes[k].flags & F_NEEDS_GRAD:
                 self.nodes[k].grad = arena_alloc(&self.garena, self.nodes[k].size)
@@ -820,9 +818,7 @@ cdef class ComputationGraph:
 
     cdef tuple shape_of(self, int32_t i):
         cdef Node* n = &self.nodes[i]
-        if n.d1 == 1:
-            return (n.d0,)
-        return (n.d0, n.d1)
+        return tuple(n.d[a] for a in range(n.nd))
 
     cdef object value_array(self, int32_t i, bint grad):
         """Copy of a node's value (or gradient) as numpy, DyNet's shape conventions."""
@@ -854,9 +850,7 @@ cdef class ComputationGraph:
             h[n] = h.get(n, 0) + 1
             if n == 1:
                 s = self.nodes[first].sig
-                if OPS[self.nodes[first].op].kind == UNBATCHED:
-                    why = "op is not batchable"
-                elif self.sig_count[s] == 1:
+                if self.sig_count[s] == 1:
                     why = "no other node has its signature"
                 else:
                     why = "no other node with its signature was ready" if self.strategy_id != S_NONE \

@@ -32,15 +32,6 @@ cdef enum OpId:
     OP_PICK, OP_PICK_RANGE, OP_PICK_BATCH_ELEMS, OP_TRANSPOSE, OP_RESHAPE
     N_OPS
 
-# how an op batches; the signature is derived from it
-cdef enum BatchKind:
-    LEAF          # never scheduled
-    ELEMENTWISE   # stacked arguments, shapes in the signature
-    SHARED_FIRST  # argument 0 shared (its node identity in the signature), rest stacked
-    SHARED_AFFINE # arguments 1, 3, 5, ... shared (the weights of affine_transform); the bias is stacked
-    PER_NODE      # a batched kernel that loops over the nodes of the batch
-    UNBATCHED     # never shares a batch (node id in the signature)
-
 # node flags
 cdef enum:
     F_DONE = 1         # value computed
@@ -48,15 +39,51 @@ cdef enum:
     F_ALIAS = 4        # value/grad point into parameter storage
     F_TRAINABLE = 8    # its gradient storage is a trainable parameter's
 
+cdef enum:
+    MAX_DIMS = 4       # dimensions of a value, besides the batch (DyNet's Dim)
+
+# A shape as DyNet's Dim: nd dimensions d[0..nd-1] (column-major; the d past nd are
+# 1) times bs batch elements. Every size is checked at node creation (int32 each, the
+# product below 2^31), so kernels may multiply them in int.
+ctypedef struct Shape:
+    int32_t nd
+    int32_t d[4]
+    int32_t bs
+
+# Typed attributes: one member per kind of op, read by name in kernels
+# (n.attr.axis.dim, n.attr.gates.hidden ...). The whole union is zeroed before a node
+# fills it and all its words enter the signature, so two nodes that differ in any
+# attribute never share a batch.
+ctypedef struct ScalarAttr:       # the constant of an elementwise op's math line
+    float value                   # (elu's alpha, x + c, dropout's p, noise's stddev ...)
+
+ctypedef struct AxisAttr:         # ops along one dimension (concatenate, pick, max_dim ...)
+    int32_t dim
+
+ctypedef struct MarginAttr:
+    float margin
+
+ctypedef struct GatesAttr:        # lstm_gates: blocks of `hidden`, forget blocks + forget_bias
+    int32_t hidden
+    float forget_bias
+
+ctypedef union Attrs:
+    ScalarAttr scalar
+    AxisAttr axis
+    MarginAttr hinge
+    GatesAttr gates
+    int64_t words[4]              # the signature's view of the union
+
 ctypedef struct Node:
     int32_t op
     int32_t nargs
     int32_t args_at     # arguments: Graph.args[args_at : args_at + nargs]
-    int32_t d0, d1, bs  # shape: d0 x d1 (column-major), times bs batch elements
-    int32_t size        # d0 * d1 * bs
+    int32_t nd          # shape (see Shape): nd dimensions d, times bs batch elements
+    int32_t d[4]
+    int32_t bs
+    int32_t size        # elements, batch included
     int32_t sig         # interned signature id
-    int32_t ia          # integer attribute (part of the signature)
-    float fa            # float attribute (part of the signature)
+    Attrs attr          # typed attributes (part of the signature)
     int32_t idata       # per-node data (an index, or an offset into Graph.ibuf); not in the signature
     int32_t flags
     float* val
@@ -64,6 +91,17 @@ ctypedef struct Node:
     float* aux          # kernel scratch kept from forward for backward (masks, softmax, gathers)
     float* src          # parameter storage for LOOKUP_BATCH (values)
     float* srcgrad      # ... and gradients (NULL: not updated)
+
+cdef inline int rows(const Node* x) noexcept nogil:
+    return x.d[0]
+
+cdef inline int cols(const Node* x) noexcept nogil:
+    """Columns of the value seen as a matrix: every dimension after the first."""
+    return x.d[1] * x.d[2] * x.d[3]
+
+cdef inline int elems(const Node* x) noexcept nogil:
+    """Elements of one batch element."""
+    return x.d[0] * x.d[1] * x.d[2] * x.d[3]
 
 # bump allocator; chunks are never moved, so pointers stay valid until reset
 ctypedef struct Arena:
@@ -123,16 +161,30 @@ cdef extern from "_elementwise.h" nogil:
     ctypedef void (*ab_binary_bwd)(float* d, int sd, const float* x, int sx, const float* y,
                                    int sy, const float* z, const float* dz, int n)
 
+# The record of an op: everything the engine needs to know about it.
 ctypedef struct OpDef:
     const char* name
-    int kind            # BatchKind
     int nargs           # -1: any number >= 1
+    bint leaf           # materialised when created, never scheduled
+    int shared_arg      # first argument shared by identity: its node id (not its shape)
+                        # enters the signature, and the batch runs one product over it
+                        # and the stacked other arguments; -1: every argument is stacked
+    int shared_step     # ... and every shared_step-th argument after it (affine's W1, W2 ...);
+                        # 0: that one only
+    const char* attrs   # the op's attributes, "name: type" (the Attrs member it fills)
     KernelFn fwd
     KernelFn bwd
     ab_unary_fwd ufwd   # unary elementwise ops: the loops of their _elementwise.h line
     ab_unary_bwd ubwd
     ab_binary_fwd bfwd  # binary elementwise ops
     ab_binary_bwd bbwd_x, bbwd_y
+
+cdef inline bint arg_is_shared(const OpDef* op, int a) noexcept nogil:
+    if op.shared_arg < 0 or a < op.shared_arg:
+        return False
+    if op.shared_step == 0:
+        return a == op.shared_arg
+    return (a - op.shared_arg) % op.shared_step == 0
 
 cdef const OpDef* op_table() noexcept nogil
 cdef bint batch_arg_needs_grad(Batch* b, int a) noexcept nogil

@@ -122,9 +122,6 @@ cdef bint batch_arg_needs_grad(Batch* b, int a) noexcept nogil:
             return True
     return False
 
-cdef inline int elems(Node* x) noexcept nogil:
-    return x.d0 * x.d1
-
 cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,
                       float* A, int lda, float* B, int ldb, float beta,
                       float* C, int ldc) noexcept nogil:
@@ -195,10 +192,10 @@ cdef void unary_fwd(Batch* b) noexcept nogil:
     cdef float* x = consecutive(b, 0, False)
     cdef int j
     if x != NULL:                   # one call for the whole batch
-        f(b.block, x, n0.size * b.n, n0.fa)
+        f(b.block, x, n0.size * b.n, n0.attr.scalar.value)
         return
     for j in range(b.n):
-        f(NODE(b, j).val, ARG(b, j, 0).val, n0.size, n0.fa)
+        f(NODE(b, j).val, ARG(b, j, 0).val, n0.size, n0.attr.scalar.value)
 
 cdef void unary_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
@@ -207,7 +204,7 @@ cdef void unary_bwd(Batch* b) noexcept nogil:
     cdef ab_unary_bwd f = OPS[n0.op].ubwd
     cdef int j
     for j in range(b.n):
-        f(ARG(b, j, 0).grad, ARG(b, j, 0).val, NODE(b, j).val, NODE(b, j).grad, n0.size, n0.fa)
+        f(ARG(b, j, 0).grad, ARG(b, j, 0).val, NODE(b, j).val, NODE(b, j).grad, n0.size, n0.attr.scalar.value)
 
 ctypedef struct Strides:
     int m, bs                 # output elements per batch element, batch size
@@ -267,7 +264,7 @@ cdef void no_bwd(Batch* b) noexcept nogil:
 cdef void dropout_fwd(Batch* b) noexcept nogil:
     # inverted dropout: kept units are scaled by 1/(1-p); the mask is kept for backward
     cdef Node* n0 = NODE(b, 0)
-    cdef float p = n0.fa
+    cdef float p = n0.attr.scalar.value
     cdef float keep = 1.0 / (1.0 - p) if p < 1.0 else 0.0
     cdef int m = n0.size, j, i
     cdef float* x
@@ -298,7 +295,7 @@ cdef void dropout_bwd(Batch* b) noexcept nogil:
 
 cdef void noise_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
-    cdef float sd = n0.fa
+    cdef float sd = n0.attr.scalar.value
     cdef int m = n0.size, j, i
     cdef float* x
     cdef float* y
@@ -395,7 +392,7 @@ cdef void logsumexp_bwd(Batch* b) noexcept nogil:
 cdef void concat_fwd(Batch* b) noexcept nogil:
     # along rows (ia == 0) or columns (ia == 1); arguments broadcast over the batch
     cdef Node* n0 = NODE(b, 0)
-    cdef int nargs = n0.nargs, bs = n0.bs, R = n0.d0, C = n0.d1
+    cdef int nargs = n0.nargs, bs = n0.bs, R = rows(n0), C = cols(n0)
     cdef int j, a, k, c, off, xb
     cdef Node* x
     cdef float* y
@@ -406,18 +403,18 @@ cdef void concat_fwd(Batch* b) noexcept nogil:
             for a in range(nargs):
                 x = ARG(b, j, a)
                 xb = 0 if x.bs == 1 else elems(x)
-                if n0.ia == 0:
+                if n0.attr.axis.dim == 0:
                     for c in range(C):
-                        memcpy(y + k * R * C + c * R + off, x.val + k * xb + c * x.d0,
-                               x.d0 * sizeof(float))
-                    off += x.d0
+                        memcpy(y + k * R * C + c * R + off, x.val + k * xb + c * rows(x),
+                               rows(x) * sizeof(float))
+                    off += rows(x)
                 else:
                     memcpy(y + k * R * C + off * R, x.val + k * xb, elems(x) * sizeof(float))
-                    off += x.d1
+                    off += cols(x)
 
 cdef void concat_bwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
-    cdef int nargs = n0.nargs, bs = n0.bs, R = n0.d0, C = n0.d1
+    cdef int nargs = n0.nargs, bs = n0.bs, R = rows(n0), C = cols(n0)
     cdef int j, a, k, c, i, off, xb
     cdef Node* x
     cdef float* dy
@@ -428,17 +425,17 @@ cdef void concat_bwd(Batch* b) noexcept nogil:
             for a in range(nargs):
                 x = ARG(b, j, a)
                 xb = 0 if x.bs == 1 else elems(x)
-                if n0.ia == 0:
+                if n0.attr.axis.dim == 0:
                     if x.flags & F_NEEDS_GRAD:
                         for c in range(C):
-                            for i in range(x.d0):
-                                x.grad[k * xb + c * x.d0 + i] += dy[k * R * C + c * R + off + i]
-                    off += x.d0
+                            for i in range(rows(x)):
+                                x.grad[k * xb + c * rows(x) + i] += dy[k * R * C + c * R + off + i]
+                    off += rows(x)
                 else:
                     if x.flags & F_NEEDS_GRAD:
                         for i in range(elems(x)):
                             x.grad[k * xb + i] += dy[k * R * C + off * R + i]
-                    off += x.d1
+                    off += cols(x)
 
 cdef void concat_to_batch_fwd(Batch* b) noexcept nogil:
     cdef int nargs = NODE(b, 0).nargs, j, a, off
@@ -474,7 +471,7 @@ cdef void product_fwd(Batch* b, int w_arg, int x_arg, float beta, bint keep_x) n
     cdef Node* w = ARG(b, 0, w_arg)
     cdef Node* x0 = ARG(b, 0, x_arg)
     cdef Node* n0 = NODE(b, 0)
-    cdef int r = w.d0, k = w.d1, c = x0.d1, j, e
+    cdef int r = rows(w), k = cols(w), c = cols(x0), j, e
     cdef float* X
     cdef Node* wj
     cdef Node* xj
@@ -498,7 +495,7 @@ cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
     cdef Node* w = ARG(b, 0, w_arg)
     cdef Node* x0 = ARG(b, 0, x_arg)
     cdef Node* n0 = NODE(b, 0)
-    cdef int r = w.d0, k = w.d1, c = x0.d1, j, e, M
+    cdef int r = rows(w), k = cols(w), c = cols(x0), j, e, M
     cdef float* dX
     cdef float* dY
     cdef Node* wj
@@ -745,10 +742,10 @@ cdef void max_dim_fwd(Batch* b) noexcept nogil:
         x = ARG(b, j, 0)
         y = NODE(b, j).val
         NODE(b, j).aux = arena_alloc(b.arena, n0.size)
-        if n0.ia == 0:
-            outer = x.d1; inner = x.d0; so = x.d0; st = 1
+        if n0.attr.axis.dim == 0:
+            outer = cols(x); inner = rows(x); so = rows(x); st = 1
         else:
-            outer = x.d0; inner = x.d1; so = 1; st = x.d0
+            outer = rows(x); inner = cols(x); so = 1; st = rows(x)
         for k in range(x.bs):
             for o in range(outer):
                 best = k * elems(x) + o * so
@@ -798,7 +795,7 @@ cdef void softmax_fwd(Batch* b) noexcept nogil:
     # column-wise over d0; log_softmax writes log-probabilities
     cdef Node* n0 = NODE(b, 0)
     cdef bint logp = n0.op == OP_LOG_SOFTMAX
-    cdef int r = n0.d0, ncol = n0.d1 * n0.bs, j, c, i
+    cdef int r = rows(n0), ncol = cols(n0) * n0.bs, j, c, i
     cdef float* x
     cdef float* y
     cdef float mx
@@ -823,7 +820,7 @@ cdef void softmax_bwd(Batch* b) noexcept nogil:
         return
     cdef Node* n0 = NODE(b, 0)
     cdef bint logp = n0.op == OP_LOG_SOFTMAX
-    cdef int r = n0.d0, ncol = n0.d1 * n0.bs, j, c, i
+    cdef int r = rows(n0), ncol = cols(n0) * n0.bs, j, c, i
     cdef float* y
     cdef float* dy
     cdef float* dx
@@ -848,7 +845,7 @@ cdef void softmax_bwd(Batch* b) noexcept nogil:
 cdef void picknls_fwd(Batch* b) noexcept nogil:
     # -log softmax(x)[i] per batch element; aux keeps the softmax for backward
     cdef Node* n0 = NODE(b, 0)
-    cdef int r = ARG(b, 0, 0).d0, j, k, i, xb
+    cdef int r = rows(ARG(b, 0, 0)), j, k, i, xb
     cdef Node* x
     cdef float* xv
     cdef float* p
@@ -873,7 +870,7 @@ cdef void picknls_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef int r = ARG(b, 0, 0).d0, j, k, i, xb
+    cdef int r = rows(ARG(b, 0, 0)), j, k, i, xb
     cdef Node* x
     cdef float* p
     cdef float g
@@ -889,7 +886,7 @@ cdef void picknls_bwd(Batch* b) noexcept nogil:
 
 cdef void hinge_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
-    cdef int r = ARG(b, 0, 0).d0, j, k, i, gold, xb
+    cdef int r = rows(ARG(b, 0, 0)), j, k, i, gold, xb
     cdef float* xv
     cdef float s, v
     for j in range(b.n):
@@ -900,7 +897,7 @@ cdef void hinge_fwd(Batch* b) noexcept nogil:
             s = 0
             for i in range(r):
                 if i != gold:
-                    v = n0.fa - xv[gold] + xv[i]
+                    v = n0.attr.hinge.margin - xv[gold] + xv[i]
                     if v > 0:
                         s += v
             NODE(b, j).val[k] = s
@@ -909,7 +906,7 @@ cdef void hinge_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef int r = ARG(b, 0, 0).d0, j, k, i, gold, xb
+    cdef int r = rows(ARG(b, 0, 0)), j, k, i, gold, xb
     cdef float* xv
     cdef float* dx
     cdef float g
@@ -921,7 +918,7 @@ cdef void hinge_bwd(Batch* b) noexcept nogil:
             gold = b.ibuf[NODE(b, j).idata + k]
             g = NODE(b, j).grad[k]
             for i in range(r):
-                if i != gold and n0.fa - xv[gold] + xv[i] > 0:
+                if i != gold and n0.attr.hinge.margin - xv[gold] + xv[i] > 0:
                     dx[i] += g
                     dx[gold] -= g
 
@@ -939,9 +936,9 @@ cdef ab_binary_fwd mul_tanh_fwd
 cdef ab_binary_bwd mul_tanh_bwd_o, mul_tanh_bwd_c
 
 cdef void lstm_gates_fwd(Batch* b) noexcept nogil:
-    # logistic on every block but the last (forget blocks get + fa), tanh on the last
+    # logistic on every block but the last (forget blocks get + forget_bias), tanh on the last
     cdef Node* n0 = NODE(b, 0)
-    cdef int h = n0.ia, total = elems(n0), j, k
+    cdef int h = n0.attr.gates.hidden, total = elems(n0), j, k
     cdef int nb = total // h
     cdef float* x
     cdef float* y
@@ -950,7 +947,7 @@ cdef void lstm_gates_fwd(Batch* b) noexcept nogil:
             x = ARG(b, j, 0).val + k * total
             y = NODE(b, j).val + k * total
             gate_fwd(y, x, h, 0.0)
-            gate_fwd(y + h, x + h, (nb - 3) * h, n0.fa)
+            gate_fwd(y + h, x + h, (nb - 3) * h, n0.attr.gates.forget_bias)
             gate_fwd(y + (nb - 2) * h, x + (nb - 2) * h, h, 0.0)
             tanh_loop_fwd(y + (nb - 1) * h, x + (nb - 1) * h, h, 0.0)
 
@@ -958,7 +955,7 @@ cdef void lstm_gates_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef int h = n0.ia, total = elems(n0), j, k
+    cdef int h = n0.attr.gates.hidden, total = elems(n0), j, k
     cdef float* dx
     cdef float* x
     cdef float* y
@@ -975,7 +972,7 @@ cdef void lstm_gates_bwd(Batch* b) noexcept nogil:
 cdef void lstm_cell_fwd(Batch* b) noexcept nogil:
     # c = i * g + sum_m f_m * c_m; arguments: gates, c_1 .. c_k
     cdef Node* n0 = NODE(b, 0)
-    cdef int h = n0.d0, nk = n0.nargs - 1, G = (nk + 3) * h, j, k, i, m
+    cdef int h = rows(n0), nk = n0.nargs - 1, G = (nk + 3) * h, j, k, i, m
     cdef float* g
     cdef float* y
     cdef float* c
@@ -992,7 +989,7 @@ cdef void lstm_cell_fwd(Batch* b) noexcept nogil:
 
 cdef void lstm_cell_bwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
-    cdef int h = n0.d0, nk = n0.nargs - 1, G = (nk + 3) * h, j, k, i, m
+    cdef int h = rows(n0), nk = n0.nargs - 1, G = (nk + 3) * h, j, k, i, m
     cdef float* g
     cdef float* dg
     cdef float* dy
@@ -1021,7 +1018,7 @@ cdef void lstm_cell_bwd(Batch* b) noexcept nogil:
 cdef void lstm_hidden_fwd(Batch* b) noexcept nogil:
     # h = o * tanh(c); arguments: c, gates (o is the second-to-last block)
     cdef Node* n0 = NODE(b, 0)
-    cdef int h = n0.d0, G = elems(ARG(b, 0, 1)), j, k
+    cdef int h = rows(n0), G = elems(ARG(b, 0, 1)), j, k
     for j in range(b.n):
         for k in range(n0.bs):
             mul_tanh_fwd(NODE(b, j).val + k * h, ARG(b, j, 1).val + k * G + G - 2 * h, 1,
@@ -1029,7 +1026,7 @@ cdef void lstm_hidden_fwd(Batch* b) noexcept nogil:
 
 cdef void lstm_hidden_bwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
-    cdef int h = n0.d0, G = elems(ARG(b, 0, 1)), j, k
+    cdef int h = rows(n0), G = elems(ARG(b, 0, 1)), j, k
     cdef Node* c
     cdef Node* g
     cdef bint want_c = batch_arg_needs_grad(b, 0)
@@ -1058,7 +1055,7 @@ cdef void pick_fwd(Batch* b) noexcept nogil:
         for k in range(n0.bs):
             v = b.ibuf[NODE(b, j).idata + k]
             for t in range(m):
-                NODE(b, j).val[k * m + t] = x.val[k * xb + (t * x.d0 + v if n0.ia == 0 else v * x.d0 + t)]
+                NODE(b, j).val[k * m + t] = x.val[k * xb + (t * rows(x) + v if n0.attr.axis.dim == 0 else v * rows(x) + t)]
 
 cdef void pick_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
@@ -1072,14 +1069,14 @@ cdef void pick_bwd(Batch* b) noexcept nogil:
         for k in range(n0.bs):
             v = b.ibuf[NODE(b, j).idata + k]
             for t in range(m):
-                x.grad[k * xb + (t * x.d0 + v if n0.ia == 0 else v * x.d0 + t)] += NODE(b, j).grad[k * m + t]
+                x.grad[k * xb + (t * rows(x) + v if n0.attr.axis.dim == 0 else v * rows(x) + t)] += NODE(b, j).grad[k * m + t]
 
 cdef inline int range_src(Node* n0, Node* x, int s, int t) noexcept nogil:
     # position in x (one batch element) of output element t of pick_range
-    cdef int w = n0.d0 if n0.ia == 0 else n0.d1
-    if n0.ia == 0:
-        return (t // w) * x.d0 + s + t % w
-    return s * x.d0 + t
+    cdef int w = rows(n0) if n0.attr.axis.dim == 0 else cols(n0)
+    if n0.attr.axis.dim == 0:
+        return (t // w) * rows(x) + s + t % w
+    return s * rows(x) + t
 
 cdef void pick_range_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
@@ -1125,7 +1122,7 @@ cdef void pick_batch_bwd(Batch* b) noexcept nogil:
 
 cdef void transpose_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, r, c, R = n0.d0, C = n0.d1    # output is R x C
+    cdef int j, k, r, c, R = rows(n0), C = cols(n0)    # output is R x C
     for j in range(b.n):
         for k in range(n0.bs):
             for c in range(C):
@@ -1136,7 +1133,7 @@ cdef void transpose_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, r, c, R = n0.d0, C = n0.d1
+    cdef int j, k, r, c, R = rows(n0), C = cols(n0)
     for j in range(b.n):
         for k in range(n0.bs):
             for c in range(C):
@@ -1144,7 +1141,7 @@ cdef void transpose_bwd(Batch* b) noexcept nogil:
                     ARG(b, j, 0).grad[k * R * C + r * C + c] += NODE(b, j).grad[k * R * C + c * R + r]
 
 cdef void lookup_batch_fwd(Batch* b) noexcept nogil:
-    cdef int j, k, d = NODE(b, 0).d0
+    cdef int j, k, d = rows(NODE(b, 0))
     cdef Node* y
     for j in range(b.n):
         y = NODE(b, j)
@@ -1152,7 +1149,7 @@ cdef void lookup_batch_fwd(Batch* b) noexcept nogil:
             memcpy(y.val + k * d, y.src + <size_t>b.ibuf[y.idata + k] * d, d * sizeof(float))
 
 cdef void lookup_batch_bwd(Batch* b) noexcept nogil:
-    cdef int j, k, i, d = NODE(b, 0).d0
+    cdef int j, k, i, d = rows(NODE(b, 0))
     cdef Node* y
     cdef float* g
     for j in range(b.n):
@@ -1171,57 +1168,70 @@ cdef OpDef OPS[<int>N_OPS]
 cdef const OpDef* op_table() noexcept nogil:
     return OPS
 
-cdef void defop(int op, const char* name, int kind, int nargs, KernelFn fwd, KernelFn bwd):
+cdef int defop(int op, const char* name, int nargs, KernelFn fwd, KernelFn bwd,
+               const char* attrs=b"", int shared_arg=-1, int shared_step=0) except -1:
+    """The record of op `op` (see OpDef); positional arguments only (Cython)."""
+    if OPS[op].name != NULL:
+        raise RuntimeError(f"op {op} is defined twice")
     OPS[op].name = name
-    OPS[op].kind = kind
     OPS[op].nargs = nargs
     OPS[op].fwd = fwd
     OPS[op].bwd = bwd
+    OPS[op].attrs = attrs
+    OPS[op].shared_arg = shared_arg
+    OPS[op].shared_step = shared_step
+    OPS[op].leaf = fwd == NULL
+    return 0
 
-cdef int defunary(int op, const char* name, const char* math, KernelFn fwd, KernelFn bwd) except -1:
-    """An op whose math is the unary line `math` of _elementwise.h."""
-    defop(op, name, ELEMENTWISE, 1, fwd, bwd)
-    if not ab_find_unary(math, &OPS[op].ufwd, &OPS[op].ubwd):
-        raise RuntimeError(f"no unary elementwise op {math!r} in _elementwise.h")
+cdef int defleaf(int op, const char* name) except -1:
+    """A leaf: materialised when created, never scheduled."""
+    return defop(op, name, 0, NULL, NULL)
+
+cdef int defunary(int op, const char* name, const char* attrs=b"", const char* math=NULL,
+                  KernelFn fwd=unary_fwd, KernelFn bwd=unary_bwd) except -1:
+    """An op whose math is the unary line `math` (default: its name) of _elementwise.h."""
+    defop(op, name, 1, fwd, bwd, attrs)
+    if not ab_find_unary(math if math != NULL else name, &OPS[op].ufwd, &OPS[op].ubwd):
+        raise RuntimeError(f"no unary elementwise op {name!r} in _elementwise.h")
     return 0
 
 cdef int defbinary(int op, const char* name) except -1:
     """An op whose math is the binary line `name` of _elementwise.h."""
-    defop(op, name, ELEMENTWISE, 2, binary_fwd, binary_bwd)
+    defop(op, name, 2, binary_fwd, binary_bwd)
     if not ab_find_binary(name, &OPS[op].bfwd, &OPS[op].bbwd_x, &OPS[op].bbwd_y):
         raise RuntimeError(f"no binary elementwise op {name!r} in _elementwise.h")
     return 0
 
-defop(OP_INPUT, b"input", LEAF, 0, NULL, NULL)
-defop(OP_PARAM, b"parameter", LEAF, 0, NULL, NULL)
-defop(OP_LOOKUP, b"lookup", LEAF, 0, NULL, NULL)
-defop(OP_LOOKUP_BATCH, b"lookup_batch", PER_NODE, 0, lookup_batch_fwd, lookup_batch_bwd)
+defleaf(OP_INPUT, b"input")
+defleaf(OP_PARAM, b"parameter")
+defleaf(OP_LOOKUP, b"lookup")
+defop(OP_LOOKUP_BATCH, b"lookup_batch", 0, lookup_batch_fwd, lookup_batch_bwd)
 
-defunary(OP_NEG, b"negate", b"negate", unary_fwd, unary_bwd)
-defunary(OP_TANH, b"tanh", b"tanh", unary_fwd, unary_bwd)
-defunary(OP_LOGISTIC, b"logistic", b"logistic", unary_fwd, unary_bwd)
-defunary(OP_RELU, b"rectify", b"rectify", unary_fwd, unary_bwd)
-defunary(OP_ELU, b"elu", b"elu", unary_fwd, unary_bwd)
-defunary(OP_SELU, b"selu", b"selu", unary_fwd, unary_bwd)
-defunary(OP_EXP, b"exp", b"exp", unary_fwd, unary_bwd)
-defunary(OP_LOG, b"log", b"log", unary_fwd, unary_bwd)
-defunary(OP_SQRT, b"sqrt", b"sqrt", unary_fwd, unary_bwd)
-defunary(OP_SQUARE, b"square", b"square", unary_fwd, unary_bwd)
-defunary(OP_ABS, b"abs", b"abs", unary_fwd, unary_bwd)
-defunary(OP_CUBE, b"cube", b"cube", unary_fwd, unary_bwd)
-defunary(OP_SOFTSIGN, b"softsign", b"softsign", unary_fwd, unary_bwd)
-defunary(OP_LOG_SIGMOID, b"log_sigmoid", b"log_sigmoid", unary_fwd, unary_bwd)
-defunary(OP_SIN, b"sin", b"sin", unary_fwd, unary_bwd)
-defunary(OP_COS, b"cos", b"cos", unary_fwd, unary_bwd)
-defunary(OP_ERF, b"erf", b"erf", unary_fwd, unary_bwd)
-defunary(OP_ADD_CONST, b"add_constant", b"add_constant", unary_fwd, unary_bwd)
-defunary(OP_MUL_CONST, b"mul_constant", b"mul_constant", unary_fwd, unary_bwd)
-defunary(OP_RSUB_CONST, b"constant_minus", b"constant_minus", unary_fwd, unary_bwd)
-defunary(OP_RDIV_CONST, b"constant_divide", b"constant_divide", unary_fwd, unary_bwd)
-defunary(OP_NOBACKPROP, b"nobackprop", b"identity", unary_fwd, no_bwd)
-defunary(OP_SCALE_GRAD, b"scale_gradient", b"scale_gradient", unary_fwd, unary_bwd)
-defop(OP_DROPOUT, b"dropout", ELEMENTWISE, 1, dropout_fwd, dropout_bwd)
-defunary(OP_NOISE, b"noise", b"identity", noise_fwd, unary_bwd)
+defunary(OP_NEG, b"negate")
+defunary(OP_TANH, b"tanh")
+defunary(OP_LOGISTIC, b"logistic")
+defunary(OP_RELU, b"rectify")
+defunary(OP_ELU, b"elu", b"alpha: float")
+defunary(OP_SELU, b"selu")
+defunary(OP_EXP, b"exp")
+defunary(OP_LOG, b"log")
+defunary(OP_SQRT, b"sqrt")
+defunary(OP_SQUARE, b"square")
+defunary(OP_ABS, b"abs")
+defunary(OP_CUBE, b"cube")
+defunary(OP_SOFTSIGN, b"softsign")
+defunary(OP_LOG_SIGMOID, b"log_sigmoid")
+defunary(OP_SIN, b"sin")
+defunary(OP_COS, b"cos")
+defunary(OP_ERF, b"erf")
+defunary(OP_ADD_CONST, b"add_constant", b"c: float")
+defunary(OP_MUL_CONST, b"mul_constant", b"c: float")
+defunary(OP_RSUB_CONST, b"constant_minus", b"c: float")
+defunary(OP_RDIV_CONST, b"constant_divide", b"c: float")
+defunary(OP_NOBACKPROP, b"nobackprop", b"", b"identity", unary_fwd, no_bwd)
+defunary(OP_SCALE_GRAD, b"scale_gradient", b"lambd: float")
+defop(OP_DROPOUT, b"dropout", 1, dropout_fwd, dropout_bwd, b"p: float")
+defunary(OP_NOISE, b"noise", b"stddev: float", b"identity", noise_fwd, unary_bwd)
 
 defbinary(OP_ADD, b"add")
 defbinary(OP_SUB, b"subtract")
@@ -1233,38 +1243,44 @@ if not (ab_find_unary(b"gate_logistic", &gate_fwd, &gate_bwd)
         and ab_find_binary(b"mul_tanh", &mul_tanh_fwd, &mul_tanh_bwd_o, &mul_tanh_bwd_c)):
     raise RuntimeError("_elementwise.h lacks the loops of the fused LSTM kernels")
 
-defop(OP_ESUM, b"esum", ELEMENTWISE, -1, esum_fwd, esum_bwd)
-defop(OP_AVERAGE, b"average", ELEMENTWISE, -1, esum_fwd, esum_bwd)
-defop(OP_LOGSUMEXP, b"logsumexp", ELEMENTWISE, -1, logsumexp_fwd, logsumexp_bwd)
-defop(OP_CONCAT, b"concatenate", ELEMENTWISE, -1, concat_fwd, concat_bwd)
-defop(OP_CONCAT_TO_BATCH, b"concatenate_to_batch", ELEMENTWISE, -1, concat_to_batch_fwd, concat_to_batch_bwd)
-defop(OP_AFFINE, b"affine_transform", SHARED_AFFINE, -1, affine_fwd, affine_bwd)
-defop(OP_MATMUL, b"matmul", SHARED_FIRST, 2, matmul_fwd, matmul_bwd)
+defop(OP_ESUM, b"esum", -1, esum_fwd, esum_bwd)
+defop(OP_AVERAGE, b"average", -1, esum_fwd, esum_bwd)
+defop(OP_LOGSUMEXP, b"logsumexp", -1, logsumexp_fwd, logsumexp_bwd)
+defop(OP_CONCAT, b"concatenate", -1, concat_fwd, concat_bwd, b"dim: int")
+defop(OP_CONCAT_TO_BATCH, b"concatenate_to_batch", -1, concat_to_batch_fwd, concat_to_batch_bwd)
+defop(OP_AFFINE, b"affine_transform", -1, affine_fwd, affine_bwd, b"", 1, 2)  # W1, W2 ... shared
+defop(OP_MATMUL, b"matmul", 2, matmul_fwd, matmul_bwd, b"", 0)  # W shared
 
-defop(OP_SUM_ELEMS, b"sum_elems", ELEMENTWISE, 1, reduce_fwd, reduce_bwd)
-defop(OP_MEAN_ELEMS, b"mean_elems", ELEMENTWISE, 1, reduce_fwd, reduce_bwd)
-defop(OP_SQUARED_NORM, b"squared_norm", ELEMENTWISE, 1, reduce_fwd, reduce_bwd)
-defop(OP_L2_NORM, b"l2_norm", ELEMENTWISE, 1, reduce_fwd, reduce_bwd)
-defop(OP_DOT, b"dot_product", ELEMENTWISE, 2, pair_reduce_fwd, pair_reduce_bwd)
-defop(OP_SQUARED_DISTANCE, b"squared_distance", ELEMENTWISE, 2, pair_reduce_fwd, pair_reduce_bwd)
-defop(OP_BINARY_LOG_LOSS, b"binary_log_loss", ELEMENTWISE, 2, pair_reduce_fwd, pair_reduce_bwd)
-defop(OP_MAX_DIM, b"max_dim", ELEMENTWISE, 1, max_dim_fwd, max_dim_bwd)
-defop(OP_SUM_BATCHES, b"sum_batches", ELEMENTWISE, 1, sum_batches_fwd, sum_batches_bwd)
+defop(OP_SUM_ELEMS, b"sum_elems", 1, reduce_fwd, reduce_bwd)
+defop(OP_MEAN_ELEMS, b"mean_elems", 1, reduce_fwd, reduce_bwd)
+defop(OP_SQUARED_NORM, b"squared_norm", 1, reduce_fwd, reduce_bwd)
+defop(OP_L2_NORM, b"l2_norm", 1, reduce_fwd, reduce_bwd)
+defop(OP_DOT, b"dot_product", 2, pair_reduce_fwd, pair_reduce_bwd)
+defop(OP_SQUARED_DISTANCE, b"squared_distance", 2, pair_reduce_fwd, pair_reduce_bwd)
+defop(OP_BINARY_LOG_LOSS, b"binary_log_loss", 2, pair_reduce_fwd, pair_reduce_bwd)
+defop(OP_MAX_DIM, b"max_dim", 1, max_dim_fwd, max_dim_bwd, b"dim: int")
+defop(OP_SUM_BATCHES, b"sum_batches", 1, sum_batches_fwd, sum_batches_bwd)
 
-defop(OP_SOFTMAX, b"softmax", ELEMENTWISE, 1, softmax_fwd, softmax_bwd)
-defop(OP_LOG_SOFTMAX, b"log_softmax", ELEMENTWISE, 1, softmax_fwd, softmax_bwd)
-defop(OP_PICKNLS, b"pickneglogsoftmax", PER_NODE, 1, picknls_fwd, picknls_bwd)
-defop(OP_HINGE, b"hinge", PER_NODE, 1, hinge_fwd, hinge_bwd)
+defop(OP_SOFTMAX, b"softmax", 1, softmax_fwd, softmax_bwd)
+defop(OP_LOG_SOFTMAX, b"log_softmax", 1, softmax_fwd, softmax_bwd)
+defop(OP_PICKNLS, b"pickneglogsoftmax", 1, picknls_fwd, picknls_bwd)
+defop(OP_HINGE, b"hinge", 1, hinge_fwd, hinge_bwd, b"margin: float")
 
-defop(OP_LSTM_GATES, b"lstm_gates", ELEMENTWISE, 1, lstm_gates_fwd, lstm_gates_bwd)
-defop(OP_LSTM_CELL, b"lstm_cell", ELEMENTWISE, -1, lstm_cell_fwd, lstm_cell_bwd)
-defop(OP_LSTM_HIDDEN, b"lstm_hidden", ELEMENTWISE, 2, lstm_hidden_fwd, lstm_hidden_bwd)
+defop(OP_LSTM_GATES, b"lstm_gates", 1, lstm_gates_fwd, lstm_gates_bwd, b"hidden: int, forget_bias: float")
+defop(OP_LSTM_CELL, b"lstm_cell", -1, lstm_cell_fwd, lstm_cell_bwd)
+defop(OP_LSTM_HIDDEN, b"lstm_hidden", 2, lstm_hidden_fwd, lstm_hidden_bwd)
 
-defop(OP_PICK, b"pick", PER_NODE, 1, pick_fwd, pick_bwd)
-defop(OP_PICK_RANGE, b"pick_range", PER_NODE, 1, pick_range_fwd, pick_range_bwd)
-defop(OP_PICK_BATCH_ELEMS, b"pick_batch_elems", PER_NODE, 1, pick_batch_fwd, pick_batch_bwd)
-defop(OP_TRANSPOSE, b"transpose", ELEMENTWISE, 1, transpose_fwd, transpose_bwd)
-defunary(OP_RESHAPE, b"reshape", b"identity", unary_fwd, unary_bwd)
+defop(OP_PICK, b"pick", 1, pick_fwd, pick_bwd, b"dim: int")
+defop(OP_PICK_RANGE, b"pick_range", 1, pick_range_fwd, pick_range_bwd, b"dim: int")
+defop(OP_PICK_BATCH_ELEMS, b"pick_batch_elems", 1, pick_batch_fwd, pick_batch_bwd)
+defop(OP_TRANSPOSE, b"transpose", 1, transpose_fwd, transpose_bwd)
+defunary(OP_RESHAPE, b"reshape", b"", b"identity")
+
+for _op in range(<int>N_OPS):
+    if OPS[_op].name == NULL:
+        raise RuntimeError(f"op {_op} has no record")
+if sizeof(Attrs) != 4 * sizeof(int64_t):
+    raise RuntimeError("Attrs must be exactly the 4 words the signature compares")
 
 
 def op_names():
@@ -1272,7 +1288,13 @@ def op_names():
     return [OPS[i].name.decode() for i in range(<int>N_OPS)]
 
 
-def op_kind_names():
-    kinds = {LEAF: "leaf", ELEMENTWISE: "elementwise", SHARED_FIRST: "shared_arg",
-             SHARED_AFFINE: "shared_arg", PER_NODE: "per_node", UNBATCHED: "unbatched"}
-    return [kinds[OPS[i].kind] for i in range(<int>N_OPS)]
+def op_info():
+    """{op name: its record} for tests and documentation: arity, leaf, which arguments
+    are shared by identity, the attributes."""
+    out = {}
+    for i in range(<int>N_OPS):
+        out[OPS[i].name.decode()] = {
+            "id": i, "nargs": OPS[i].nargs, "leaf": bool(OPS[i].leaf),
+            "shared_arg": OPS[i].shared_arg, "shared_step": OPS[i].shared_step,
+            "attrs": OPS[i].attrs.decode()}
+    return out

@@ -33,7 +33,8 @@ def lookup(LookupParameters p not None, index, update=True):
     cdef long i = _as_index(index, "lookup")
     p._row_check(i)
     cdef bint trained = update and p._updated
-    cdef int32_t n = _alias_leaf(p, OP_LOOKUP, p.row_size, 1, p.vptr + i * p.row_size,
+    cdef int32_t n = _alias_leaf(p, OP_LOOKUP, _matrix_shape("lookup", p.row_size, 1, 1),
+                                 p.vptr + i * p.row_size,
                                  p.gptr + i * p.row_size if trained else NULL, <int32_t>i)
     if trained:
         p.used[i] = 1
@@ -48,7 +49,8 @@ def lookup_batch(LookupParameters p not None, indices, update=True):
     for i in idx:
         p._row_check(i)
     cdef int32_t at = _cg.add_ints(idx, len(idx))
-    cdef int32_t n = _cg.add_node(OP_LOOKUP_BATCH, 0, NULL, p.row_size, 1, len(idx), 0, 0.0, at)
+    cdef int32_t n = _cg.add_node(OP_LOOKUP_BATCH, 0, NULL,
+                                  _matrix_shape("lookup_batch", p.row_size, 1, len(idx)), at)
     _cg.nodes[n].src = p.vptr
     if update and p._updated:
         _cg.nodes[n].srcgrad = p.gptr
@@ -59,23 +61,19 @@ def lookup_batch(LookupParameters p not None, indices, update=True):
     return _wrap(n)
 
 
-cdef Expression _leaf_from_flat(object flat, int d0, int d1, int bs):
-    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, bs, 0, 0.0, 0)
+cdef Expression _leaf_from_flat(object flat, Shape shape):
+    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, shape)
     cdef float* dst = _cg.leaf_memory(i)
-    cdef float[::1] src
-    if d0 * d1 * bs > 0:
-        src = flat
-        memcpy(dst, &src[0], d0 * d1 * bs * sizeof(float))
+    cdef float[::1] src = flat
+    memcpy(dst, &src[0], _cg.nodes[i].size * sizeof(float))
     return _wrap(i)
 
 
-cdef tuple _dims(object dim):
-    if isinstance(dim, (int, np.integer)):
-        dim = (int(dim),)
-    dim = tuple(int(d) for d in dim)
-    if not 1 <= len(dim) <= 2 or any(d <= 0 for d in dim):
-        raise DimensionError(f"shapes have 1 or 2 positive dimensions, got {dim}")
-    return (dim[0], dim[1] if len(dim) == 2 else 1)
+cdef Expression _filled_leaf(object dim, int64_t batch_size, str op):
+    """A new input leaf of a user-given shape whose memory the caller fills."""
+    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, _shape_from(op, dim, batch_size))
+    _cg.leaf_memory(i)
+    return _wrap(i)
 
 
 cdef int _cpu_only(object device, str where) except -1:
@@ -100,12 +98,12 @@ def inputTensor(arr, batched=False, device=""):
         shape = shape[:len(shape) - 1]
     if len(shape) == 0:
         shape = (1,)
-    if len(shape) > 2:
-        raise DimensionError(f"inputTensor: at most 2 dimensions (plus batch), got {a.shape}")
-    d0, d1 = shape[0], (shape[1] if len(shape) == 2 else 1)
-    if d0 * d1 * bs == 0:
+    if a.size == 0:
         raise DimensionError(f"inputTensor: empty input of shape {a.shape}")
-    return _leaf_from_flat(np.ascontiguousarray(a.ravel(order="F")), d0, d1, bs)
+    if len(shape) == 2 and shape[1] == 1:
+        shape = shape[:1]           # a column is a vector
+    return _leaf_from_flat(np.ascontiguousarray(a.ravel(order="F")),
+                           _shape_from("inputTensor", shape, bs))
 
 
 def inputVector(v):
@@ -121,44 +119,39 @@ def inputMatrix(v, d):
     return inputTensor(np.asarray(v, dtype=np.float32).reshape(tuple(d), order="F"))
 
 
-def constant(dim, float val, int batch_size=1):
-    d0, d1 = _dims(dim)
-    if batch_size < 1:
-        raise DimensionError(f"constant: batch size must be positive, got {batch_size}")
-    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, batch_size, 0, 0.0, 0)
-    cdef float* p = _cg.leaf_memory(i)
-    cdef int k
-    for k in range(d0 * d1 * batch_size):
+def constant(dim, float val, batch_size=1):
+    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "constant"), "constant")
+    cdef float* p = _cg.nodes[e.idx].val
+    cdef int64_t k
+    for k in range(_cg.nodes[e.idx].size):
         p[k] = val
-    return _wrap(i)
+    return e
 
 
-def zeros(dim, int batch_size=1):
+def zeros(dim, batch_size=1):
     return constant(dim, 0.0, batch_size)
 
 
-def ones(dim, int batch_size=1):
+def ones(dim, batch_size=1):
     return constant(dim, 1.0, batch_size)
 
 
-def random_normal(dim, float mean=0.0, float stddev=1.0, int batch_size=1):
-    d0, d1 = _dims(dim)
-    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, batch_size, 0, 0.0, 0)
-    cdef float* p = _cg.leaf_memory(i)
-    cdef int k
-    for k in range(d0 * d1 * batch_size):
+def random_normal(dim, float mean=0.0, float stddev=1.0, batch_size=1):
+    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "random_normal"), "random_normal")
+    cdef float* p = _cg.nodes[e.idx].val
+    cdef int64_t k
+    for k in range(_cg.nodes[e.idx].size):
         p[k] = mean + stddev * rng_normal(&_cg.rng)
-    return _wrap(i)
+    return e
 
 
-def random_uniform(dim, float left, float right, int batch_size=1):
-    d0, d1 = _dims(dim)
-    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, d0, d1, batch_size, 0, 0.0, 0)
-    cdef float* p = _cg.leaf_memory(i)
-    cdef int k
-    for k in range(d0 * d1 * batch_size):
+def random_uniform(dim, float left, float right, batch_size=1):
+    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "random_uniform"), "random_uniform")
+    cdef float* p = _cg.nodes[e.idx].val
+    cdef int64_t k
+    for k in range(_cg.nodes[e.idx].size):
         p[k] = left + (right - left) * rng_uniform(&_cg.rng)
-    return _wrap(i)
+    return e
 
 
 # unary elementwise
@@ -220,11 +213,11 @@ def concatenate_to_batch(xs):
     try:
         for k in range(n):
             a = &_cg.nodes[ids[k]]
-            if a.d0 != first.d0 or a.d1 != first.d1:
+            if not _same_dims(a, first):
                 raise DimensionError(f"concatenate_to_batch: argument {k} has shape {_dimstr(a)}, "
                                      f"argument 0 has {_dimstr(first)}")
             bs += a.bs
-        return _wrap(_cg.add_node(OP_CONCAT_TO_BATCH, n, ids, first.d0, first.d1, bs, 0, 0.0, 0))
+        return _wrap(_cg.add_node(OP_CONCAT_TO_BATCH, n, ids, _like(first, bs)))
     finally:
         free(ids)
 
@@ -237,18 +230,22 @@ def concatenate(xs, int d=0):
     cdef int32_t n = _collect(xs, "concatenate", &ids)
     cdef Node* a
     cdef Node* first = &_cg.nodes[ids[0]]
-    cdef int k, total = 0, bs = first.bs
+    cdef int k, bs = first.bs
+    cdef int64_t total = 0
+    cdef Attrs at = _axis_attr(d)
     try:
         for k in range(n):
             a = &_cg.nodes[ids[k]]
-            if (d == 0 and a.d1 != first.d1) or (d == 1 and a.d0 != first.d0):
+            if a.nd > 2 or (d == 0 and cols(a) != cols(first)) or (d == 1 and rows(a) != rows(first)):
                 raise DimensionError(f"concatenate(d={d}): argument {k} has shape {_dimstr(a)}, "
                                      f"argument 0 has {_dimstr(first)}")
             bs = _merge_bs("concatenate", bs, a.bs)
-            total += a.d0 if d == 0 else a.d1
+            total += rows(a) if d == 0 else cols(a)
         if d == 0:
-            return _wrap(_cg.add_node(OP_CONCAT, n, ids, total, first.d1, bs, 0, 0.0, 0))
-        return _wrap(_cg.add_node(OP_CONCAT, n, ids, first.d0, total, bs, 1, 0.0, 0))
+            shape = _matrix_shape("concatenate", total, cols(first), bs)
+        else:
+            shape = _matrix_shape("concatenate", rows(first), total, bs)
+        return _wrap(_cg.add_node(OP_CONCAT, n, ids, shape, 0, &at))
     finally:
         free(ids)
 
@@ -269,27 +266,29 @@ def affine_transform(xs):
     cdef Node* b = &_cg.nodes[ids[0]]
     cdef Node* w
     cdef Node* x
-    cdef int k, rows = -1, cols = -1, bs = b.bs
+    cdef int k, nrows = -1, ncols = -1, bs = b.bs
     try:
         for k in range(1, n, 2):
             w = &_cg.nodes[ids[k]]
             x = &_cg.nodes[ids[k + 1]]
-            if w.d1 != x.d0 or (rows >= 0 and (w.d0 != rows or x.d1 != cols)):
+            if w.nd > 2 or x.nd > 2 or cols(w) != rows(x) or \
+                    (nrows >= 0 and (rows(w) != nrows or cols(x) != ncols)):
                 raise DimensionError(f"affine_transform: term {k // 2} multiplies {_dimstr(w)} by "
                                      f"{_dimstr(x)}")
-            rows, cols = w.d0, x.d1
+            nrows, ncols = rows(w), cols(x)
             bs = _merge_bs("affine_transform", _merge_bs("affine_transform", bs, w.bs), x.bs)
-        if b.d0 != rows or not (b.d1 == 1 or b.d1 == cols):
+        if b.nd > 2 or rows(b) != nrows or not (cols(b) == 1 or cols(b) == ncols):
             raise DimensionError(f"affine_transform: bias of shape {_dimstr(b)} does not fit a "
-                                 f"({rows}, {cols}) result")
-        return _wrap(_cg.add_node(OP_AFFINE, n, ids, rows, cols, bs, 0, 0.0, 0))
+                                 f"({nrows}, {ncols}) result")
+        return _wrap(_cg.add_node(OP_AFFINE, n, ids,
+                                  _matrix_shape("affine_transform", nrows, ncols, bs)))
     finally:
         free(ids)
 
 
 cdef Expression _reduce(int op, Expression x):
     cdef Node* n = _check(x)
-    return _wrap(_cg.add_node(op, 1, &x.idx, 1, 1, n.bs, 0, 0.0, 0))
+    return _wrap(_cg.add_node(op, 1, &x.idx, _matrix_shape(OP_NAMES[op], 1, 1, n.bs)))
 
 
 def sum_elems(Expression x): return _reduce(OP_SUM_ELEMS, x)
@@ -302,13 +301,13 @@ cdef Expression _pair_reduce(int op, Expression x, Expression y):
     cdef Node* a = _check(x)
     cdef Node* b = _check(y)
     name = OP_NAMES[op]
-    if a.d0 != b.d0 or a.d1 != b.d1:
+    if not _same_dims(a, b):
         raise DimensionError(f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not match")
     cdef int bs = _bs2(name, a, b)
     cdef int32_t argv[2]
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(op, 2, argv, 1, 1, bs, 0, 0.0, 0))
+    return _wrap(_cg.add_node(op, 2, argv, _matrix_shape(name, 1, 1, bs)))
 
 
 def dot_product(Expression x, Expression y): return _pair_reduce(OP_DOT, x, y)
@@ -318,7 +317,7 @@ def binary_log_loss(Expression x, Expression y): return _pair_reduce(OP_BINARY_L
 
 def sum_batches(Expression x):
     cdef Node* n = _check(x)
-    return _wrap(_cg.add_node(OP_SUM_BATCHES, 1, &x.idx, n.d0, n.d1, 1, 0, 0.0, 0))
+    return _wrap(_cg.add_node(OP_SUM_BATCHES, 1, &x.idx, _like(n, 1)))
 
 
 def max_dim(Expression x, int d=0):
@@ -326,8 +325,11 @@ def max_dim(Expression x, int d=0):
     cdef Node* n = _check(x)
     if d not in (0, 1):
         raise DimensionError(f"max_dim: d must be 0 or 1, got {d}")
-    cdef int out = n.d1 if d == 0 else n.d0
-    return _wrap(_cg.add_node(OP_MAX_DIM, 1, &x.idx, out, 1, n.bs, d, 0.0, 0))
+    if n.nd > 2:
+        raise DimensionError(f"max_dim: needs a vector or a matrix, got {_dimstr(n)}")
+    cdef int out = cols(n) if d == 0 else rows(n)
+    cdef Attrs at = _axis_attr(d)
+    return _wrap(_cg.add_node(OP_MAX_DIM, 1, &x.idx, _matrix_shape("max_dim", out, 1, n.bs), 0, &at))
 
 
 def softmax(Expression x, int d=0):
@@ -363,11 +365,11 @@ cdef int32_t _index_list(object index, int* bs, int limit, str name) except -1:
 def pickneglogsoftmax(Expression x, v):
     """-log softmax(x)[v]; v is an int or one int per batch element."""
     cdef Node* n = _check(x)
-    if n.d1 != 1:
+    if n.nd != 1:
         raise DimensionError(f"pickneglogsoftmax: needs a vector, got {_dimstr(n)}")
     cdef int bs = n.bs
-    cdef int32_t at = _index_list(v, &bs, n.d0, "pickneglogsoftmax")
-    return _wrap(_cg.add_node(OP_PICKNLS, 1, &x.idx, 1, 1, bs, 0, 0.0, at))
+    cdef int32_t at = _index_list(v, &bs, rows(n), "pickneglogsoftmax")
+    return _wrap(_cg.add_node(OP_PICKNLS, 1, &x.idx, _matrix_shape("pickneglogsoftmax", 1, 1, bs), at))
 
 
 def pickneglogsoftmax_batch(Expression x, v):
@@ -376,11 +378,14 @@ def pickneglogsoftmax_batch(Expression x, v):
 
 def hinge(Expression x, v, float m=1.0):
     cdef Node* n = _check(x)
-    if n.d1 != 1:
+    if n.nd != 1:
         raise DimensionError(f"hinge: needs a vector, got {_dimstr(n)}")
     cdef int bs = n.bs
-    cdef int32_t at = _index_list(v, &bs, n.d0, "hinge")
-    return _wrap(_cg.add_node(OP_HINGE, 1, &x.idx, 1, 1, bs, 0, m, at))
+    cdef int32_t at = _index_list(v, &bs, rows(n), "hinge")
+    cdef Attrs attr
+    memset(&attr, 0, sizeof(Attrs))
+    attr.hinge.margin = m
+    return _wrap(_cg.add_node(OP_HINGE, 1, &x.idx, _matrix_shape("hinge", 1, 1, bs), at, &attr))
 
 
 def hinge_batch(Expression x, v, float m=1.0):
@@ -393,10 +398,13 @@ def pick(Expression x, v, int d=0):
     if d not in (0, 1):
         raise DimensionError(f"pick: d must be 0 or 1, got {d}")
     cdef int bs = n.bs
-    cdef int limit = n.d0 if d == 0 else n.d1
+    if n.nd > 2:
+        raise DimensionError(f"pick: needs a vector or a matrix, got {_dimstr(n)}")
+    cdef int limit = rows(n) if d == 0 else cols(n)
     cdef int32_t at = _index_list(v, &bs, limit, "pick")
-    cdef int out = (n.d1 if d == 0 else n.d0)
-    return _wrap(_cg.add_node(OP_PICK, 1, &x.idx, out, 1, bs, d, 0.0, at))
+    cdef int out = (cols(n) if d == 0 else rows(n))
+    cdef Attrs attr = _axis_attr(d)
+    return _wrap(_cg.add_node(OP_PICK, 1, &x.idx, _matrix_shape("pick", out, 1, bs), at, &attr))
 
 
 def pick_batch(Expression x, v, int d=0):
@@ -409,12 +417,17 @@ def pick_range(Expression x, s, e, int d=0):
     cdef Node* n = _check(x)
     if d not in (0, 1):
         raise DimensionError(f"pick_range: d must be 0 or 1, got {d}")
-    cdef int limit = n.d0 if d == 0 else n.d1
+    if n.nd > 2:
+        raise DimensionError(f"pick_range: needs a vector or a matrix, got {_dimstr(n)}")
+    cdef int limit = rows(n) if d == 0 else cols(n)
     if not 0 <= s < e <= limit:
         raise IndexError(f"pick_range: range [{s}, {e}) is not inside [0, {limit})")
+    cdef Attrs attr = _axis_attr(d)
     if d == 0:
-        return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, e - s, n.d1, n.bs, 0, 0.0, s))
-    return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, n.d0, e - s, n.bs, 1, 0.0, s))
+        shape = _matrix_shape("pick_range", e - s, cols(n), n.bs)
+    else:
+        shape = _matrix_shape("pick_range", rows(n), e - s, n.bs)
+    return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, shape, s, &attr))
 
 
 def pick_batch_elems(Expression x, indices):
@@ -427,7 +440,7 @@ def pick_batch_elems(Expression x, indices):
             raise IndexError(f"pick_batch_elems: batch element {i} out of range [0, {n.bs})")
     cdef int32_t at = _cg.add_ints(idx, len(idx))
     n = &_cg.nodes[x.idx]
-    return _wrap(_cg.add_node(OP_PICK_BATCH_ELEMS, 1, &x.idx, n.d0, n.d1, len(idx), 0, 0.0, at))
+    return _wrap(_cg.add_node(OP_PICK_BATCH_ELEMS, 1, &x.idx, _like(n, len(idx)), at))
 
 
 def pick_batch_elem(Expression x, int i):
@@ -436,18 +449,25 @@ def pick_batch_elem(Expression x, int i):
 
 def transpose(Expression x):
     cdef Node* n = _check(x)
-    return _wrap(_cg.add_node(OP_TRANSPOSE, 1, &x.idx, n.d1, n.d0, n.bs, 0, 0.0, 0))
+    if n.nd > 2:
+        raise DimensionError(f"transpose: needs a vector or a matrix, got {_dimstr(n)}")
+    return _wrap(_cg.add_node(OP_TRANSPOSE, 1, &x.idx, _matrix_shape("transpose", cols(n), rows(n), n.bs)))
 
 
 def reshape(Expression x, d, batch_size=None):
+    """The same elements (column-major) in shape d; with batch_size, the elements of
+    all batch elements are regrouped into that many (DyNet's masking idiom
+    reshape(mask, (1,), batch_size=n))."""
     cdef Node* n = _check(x)
-    d0, d1 = _dims(d)
-    bs = n.bs if batch_size is None else int(batch_size)
-    if bs != n.bs:
-        raise DimensionError("reshape: changing the batch size is not supported")
-    if d0 * d1 != n.d0 * n.d1:
-        raise DimensionError(f"reshape: cannot reshape {_dimstr(n)} to {tuple(d)}")
-    return _wrap(_cg.add_node(OP_RESHAPE, 1, &x.idx, d0, d1, n.bs, 0, 0.0, 0))
+    cdef int64_t bs = n.bs if batch_size is None else _as_size(batch_size, "reshape")
+    cdef Shape shape = _shape_from("reshape", d, bs)
+    cdef int64_t total = shape.bs
+    for a in range(shape.nd):
+        total *= shape.d[a]
+    if total != n.size:
+        raise DimensionError(f"reshape: cannot reshape {_dimstr(n)} to {tuple(d)}"
+                             + ("" if batch_size is None else f" x batch {bs}"))
+    return _wrap(_cg.add_node(OP_RESHAPE, 1, &x.idx, shape))
 
 
 # ---------------------------------------------------------- fused LSTM ops ----
@@ -457,11 +477,14 @@ def lstm_gates(Expression pre, int hidden_dim, float forget_bias=0.0):
     """Gate activations of a pre-activation vector of blocks [i, f_1..f_k, o, g]:
     logistic on all blocks but the last (forget blocks get + forget_bias), tanh on g."""
     cdef Node* n = _check(pre)
-    if hidden_dim <= 0 or n.d1 != 1 or n.d0 % hidden_dim != 0 or n.d0 // hidden_dim < 3:
+    if hidden_dim <= 0 or n.nd != 1 or rows(n) % hidden_dim != 0 or rows(n) // hidden_dim < 3:
         raise DimensionError(f"lstm_gates: pre-activations of shape {_dimstr(n)} are not "
                              f"3 or more blocks of {hidden_dim}")
-    return _wrap(_cg.add_node(OP_LSTM_GATES, 1, &pre.idx, n.d0, 1, n.bs, hidden_dim,
-                              forget_bias, 0))
+    cdef Attrs at
+    memset(&at, 0, sizeof(Attrs))
+    at.gates.hidden = hidden_dim
+    at.gates.forget_bias = forget_bias
+    return _wrap(_cg.add_node(OP_LSTM_GATES, 1, &pre.idx, _like(n, n.bs), 0, &at))
 
 
 def lstm_cell(Expression gates, prev_cells=()):
@@ -469,19 +492,19 @@ def lstm_cell(Expression gates, prev_cells=()):
     len(prev_cells) forget blocks)."""
     cdef Node* g = _check(gates)
     cdef int k = len(prev_cells)
-    if g.d1 != 1 or g.d0 % (k + 3) != 0:
+    if g.nd != 1 or rows(g) % (k + 3) != 0:
         raise DimensionError(f"lstm_cell: gates of shape {_dimstr(g)} are not {k + 3} blocks")
-    cdef int h = g.d0 // (k + 3)
+    cdef int h = rows(g) // (k + 3)
     cdef int32_t* ids = NULL
     cdef int32_t n = _collect([gates] + list(prev_cells), "lstm_cell", &ids)
     cdef Node* c
     try:
         for m in range(1, n):
             c = &_cg.nodes[ids[m]]
-            if c.d0 != h or c.d1 != 1 or c.bs != g.bs:
+            if rows(c) != h or c.nd != 1 or c.bs != g.bs:
                 raise DimensionError(f"lstm_cell: previous cell {m - 1} has shape {_dimstr(c)}, "
                                      f"expected ({h},) with batch {g.bs}")
-        return _wrap(_cg.add_node(OP_LSTM_CELL, n, ids, h, 1, g.bs, 0, 0.0, 0))
+        return _wrap(_cg.add_node(OP_LSTM_CELL, n, ids, _matrix_shape("lstm_cell", h, 1, g.bs)))
     finally:
         free(ids)
 
@@ -490,12 +513,12 @@ def lstm_hidden(Expression cell, Expression gates):
     """Hidden output h = o * tanh(cell); o is the second-to-last block of gates."""
     cdef Node* c = _check(cell)
     cdef Node* g = _check(gates)
-    if c.d1 != 1 or g.d1 != 1 or g.d0 % c.d0 != 0 or g.d0 // c.d0 < 3 or c.bs != g.bs:
+    if c.nd != 1 or g.nd != 1 or rows(g) % rows(c) != 0 or rows(g) // rows(c) < 3 or c.bs != g.bs:
         raise DimensionError(f"lstm_hidden: cell {_dimstr(c)} does not fit gates {_dimstr(g)}")
     cdef int32_t argv[2]
     argv[0] = cell.idx
     argv[1] = gates.idx
-    return _wrap(_cg.add_node(OP_LSTM_HIDDEN, 2, argv, c.d0, 1, c.bs, 0, 0.0, 0))
+    return _wrap(_cg.add_node(OP_LSTM_HIDDEN, 2, argv, _like(c, c.bs)))
 
 
 def vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):
@@ -505,7 +528,7 @@ def vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):
         raise NotImplementedError("vanilla_lstm_gates: weight noise is not supported")
     b = _as_expr(b)
     pre = affine_transform([b, Wx, x_t, Wh, h_tm1])
-    return lstm_gates(pre, _check(b).d0 // 4, 1.0)
+    return lstm_gates(pre, rows(_check(b)) // 4, 1.0)
 
 
 def vanilla_lstm_c(c_tm1, gates_t):

@@ -7,10 +7,10 @@ cdef float* _float_ptr(object arr):
     return &view[0] if view.shape[0] > 0 else NULL
 
 
-cdef int32_t _alias_leaf(object owner, int op, int d0, int d1, float* val, float* grad,
+cdef int32_t _alias_leaf(object owner, int op, Shape shape, float* val, float* grad,
                          int32_t idata) except -1:
     """A leaf that reads parameter memory in place and, given grad, trains it."""
-    cdef int32_t i = _cg.add_node(op, 0, NULL, d0, d1, 1, 0, 0.0, idata)
+    cdef int32_t i = _cg.add_node(op, 0, NULL, shape, idata)
     _cg.nodes[i].val = val
     _cg.nodes[i].flags |= F_ALIAS
     if grad != NULL:
@@ -102,7 +102,7 @@ cdef class Parameters:
         cdef int k = 0 if (update and self._updated) else 1
         if self.cached_version[k] == _version:
             return _wrap(self.cached_idx[k])
-        cdef int32_t i = _alias_leaf(self, OP_PARAM, self.d0, self.d1, self.vptr,
+        cdef int32_t i = _alias_leaf(self, OP_PARAM, _matrix_shape("parameter", self.d0, self.d1, 1), self.vptr,
                                      self.gptr if k == 0 else NULL, 0)
         self.cached_idx[k] = i
         self.cached_version[k] = _version
@@ -227,7 +227,7 @@ cdef class LookupParameters:
     def expr(self, update=True):
         """The whole table as a (dim, rows) matrix expression, as in DyNet."""
         cdef bint trained = update and self._updated
-        cdef int32_t i = _alias_leaf(self, OP_PARAM, self.row_size, self.n_rows, self.vptr,
+        cdef int32_t i = _alias_leaf(self, OP_PARAM, _matrix_shape("parameter", self.row_size, self.n_rows, 1), self.vptr,
                                      self.gptr if trained else NULL, 0)
         if trained:
             self._used_mask[:] = 1

@@ -69,10 +69,11 @@ cdef class Frontier:
         return OP_NAMES[g.nodes[g.sig_first[sig]].op]
 
     def batchable(self, int32_t sig):
-        """False for ops that never share a batch."""
-        g = self._graph()
+        """Whether nodes of this signature may share a batch: True for every op of
+        this version (kept so that strategies can ask)."""
+        self._graph()
         self._check(sig)
-        return OPS[g.nodes[g.sig_first[sig]].op].kind != UNBATCHED
+        return True
 
     def total_nodes(self, int32_t sig):
         """Nodes of this signature in the whole graph (ready or not)."""

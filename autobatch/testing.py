@@ -14,7 +14,6 @@ Gradients only flow into trainable parameters, so every tensor whose gradient is
 checked must be a `Parameters` or `LookupParameters` (make test inputs parameters)::
 
     import autobatch as dy
-from autobatch._kernels import op_kind_names, op_names
     from autobatch.testing import check_grad
 
     pc = dy.ParameterCollection(seed=0)
@@ -28,7 +27,7 @@ every evaluation.
 import numpy as np
 
 import autobatch as dy
-from autobatch._kernels import op_kind_names, op_names
+from autobatch._kernels import op_info
 
 __all__ = ["gradients", "check_grad", "check_batching_invariance", "check_schedule",
            "random_program", "program_parameters", "build_program"]
@@ -174,7 +173,7 @@ def check_batching_invariance(build_fn, params=(), strategies=("depth", "agenda"
 
 
 # ops that are never scheduled (materialised when created), from the op table
-LEAF_OPS = tuple(name for name, kind in zip(op_names(), op_kind_names()) if kind == "leaf")
+LEAF_OPS = tuple(name for name, rec in op_info().items() if rec["leaf"])
 
 
 def _ancestors(info, target):
