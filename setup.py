@@ -2,7 +2,19 @@
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-MOD_NAMES = ["autobatch._kernels", "autobatch._core"]
+# the engine, one job per module; a module comes after those it cimports
+MOD_NAMES = [
+    "autobatch._memory",        # arenas and growth; MemoryError on exhaustion
+    "autobatch._kernels",       # the op table and the batched kernels
+    "autobatch._signatures",    # interning signatures derived from the op records
+    "autobatch._scheduler",     # the ready frontier
+    "autobatch._strategies",    # the strategies' policies and their registry
+    "autobatch._executor",      # running batches forward
+    "autobatch._backward",      # the reverse pass
+    "autobatch._stats",         # statistics and debug views
+    "autobatch._graph",         # node storage and the graph's public methods
+    "autobatch._core",          # the DyNet-style expression API
+]
 
 extensions = [
     # -fno-trapping-math: nothing here enables floating-point traps, and without it

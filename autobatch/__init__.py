@@ -6,11 +6,14 @@ runs DyNet-style programs: expressions record nodes of a lazy graph; when a valu
 needed, a Cython scheduler groups same-signature nodes across the whole minibatch
 into batched kernels, forward and backward.
 """
+from autobatch.errors import DimensionError, StaleExpressionError
+from autobatch._graph import ComputationGraph
+from autobatch._strategies import (
+    Frontier, register_strategy, available_strategies, set_default_strategy, default_strategy,
+)
 from autobatch._core import (
-    ComputationGraph, Expression, Parameters, LookupParameters, Frontier,
-    DimensionError, StaleExpressionError,
+    Expression, Parameters, LookupParameters,
     renew_cg, cg_version, cg, set_random_seed,
-    register_strategy, available_strategies, set_default_strategy, default_strategy,
     parameter, const_parameter, lookup, lookup_batch,
     inputTensor, inputVector, scalarInput, inputMatrix,
     zeros, ones, constant, random_normal, random_uniform,

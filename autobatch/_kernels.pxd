@@ -1,6 +1,7 @@
 # Declarations shared by the engine (_core) and the batched kernels (_kernels).
 # Kernels see only these C structs: no Python objects, no graph logic.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from autobatch._memory cimport Arena, arena_alloc
 
 # --- op ids: one per op; the record for each lives in _kernels.pyx (OPS table) ---
 cdef enum OpId:
@@ -102,20 +103,6 @@ cdef inline int cols(const Node* x) noexcept nogil:
 cdef inline int elems(const Node* x) noexcept nogil:
     """Elements of one batch element."""
     return x.d[0] * x.d[1] * x.d[2] * x.d[3]
-
-# bump allocator; chunks are never moved, so pointers stay valid until reset
-ctypedef struct Arena:
-    char** chunks
-    size_t* caps
-    int nchunks
-    int maxchunks
-    size_t used         # bytes used in the last chunk
-    size_t total        # bytes handed out since reset (peak tracking)
-    size_t peak
-
-cdef float* arena_alloc(Arena* a, size_t nfloats) noexcept nogil
-cdef void arena_reset(Arena* a) noexcept nogil
-cdef void arena_free(Arena* a) noexcept nogil
 
 ctypedef struct Rng:
     uint64_t s0, s1

@@ -7,71 +7,10 @@ accumulates (+=) into the gradients of the arguments. Layout is DyNet's: a value
 shape (d0, d1) is column-major, and the `bs` batch elements follow each other.
 """
 from libc.math cimport logf, log, sqrt, cos, M_PI
-from libc.stdlib cimport malloc, free, abort, realloc, qsort
+from libc.stdlib cimport malloc, free, realloc, qsort
 from libc.string cimport memcpy, memset
 from libc.stdio cimport fprintf, stderr
 from scipy.linalg.cython_blas cimport sgemm, sgemv, sger
-
-# ---------------------------------------------------------------- arena ----
-
-cdef float* arena_alloc(Arena* a, size_t nfloats) noexcept nogil:
-    cdef size_t nbytes = ((nfloats * sizeof(float) + 63) // 64) * 64
-    cdef size_t cap
-    if nbytes == 0:
-        nbytes = 64
-    if a.nchunks == 0 or a.used + nbytes > a.caps[a.nchunks - 1]:
-        cap = 1 << 20
-        if a.nchunks > 0 and 2 * a.caps[a.nchunks - 1] > cap:
-            cap = 2 * a.caps[a.nchunks - 1]
-        if nbytes > cap:
-            cap = nbytes
-        if a.nchunks == a.maxchunks:
-            a.maxchunks = 8 if a.maxchunks == 0 else 2 * a.maxchunks
-            a.chunks = <char**>_xrealloc(a.chunks, a.maxchunks * sizeof(char*))
-            a.caps = <size_t*>_xrealloc(a.caps, a.maxchunks * sizeof(size_t))
-        a.chunks[a.nchunks] = <char*>_xrealloc(NULL, cap)
-        a.caps[a.nchunks] = cap
-        a.nchunks += 1
-        a.used = 0
-    cdef char* p = a.chunks[a.nchunks - 1] + a.used
-    a.used += nbytes
-    a.total += nbytes
-    if a.total > a.peak:
-        a.peak = a.total
-    return <float*>p
-
-
-cdef void* _xrealloc(void* p, size_t n) noexcept nogil:
-    cdef void* q = realloc(p, n)
-    if q == NULL:
-        fprintf(stderr, b"autobatch: out of memory allocating %zu bytes\n", n)
-        abort()
-    return q
-
-
-cdef void arena_reset(Arena* a) noexcept nogil:
-    """Forget every allocation; merge chunks so the next round fits in one."""
-    cdef size_t total = 0
-    cdef int i
-    if a.nchunks > 1:
-        for i in range(a.nchunks):
-            total += a.caps[i]
-            free(a.chunks[i])
-        a.chunks[0] = <char*>_xrealloc(NULL, total)
-        a.caps[0] = total
-        a.nchunks = 1
-    a.used = 0
-    a.total = 0
-    a.peak = 0
-
-
-cdef void arena_free(Arena* a) noexcept nogil:
-    cdef int i
-    for i in range(a.nchunks):
-        free(a.chunks[i])
-    free(a.chunks)
-    free(a.caps)
-    memset(a, 0, sizeof(Arena))
 
 # ------------------------------------------------------------------ rng ----
 
@@ -167,6 +106,8 @@ cdef float* gather_arg(Batch* b, int a, Arena* mem) noexcept nogil:
         return first
     cdef int j, per = ARG(b, 0, a).size
     cdef float* out = arena_alloc(mem, <size_t>per * b.n)
+    if out == NULL:
+        return NULL
     for j in range(b.n):
         memcpy(out + j * per, ARG(b, j, a).val, per * sizeof(float))
     return out
@@ -274,6 +215,8 @@ cdef void dropout_fwd(Batch* b) noexcept nogil:
         x = ARG(b, j, 0).val
         y = NODE(b, j).val
         mask = arena_alloc(b.arena, m)
+        if mask == NULL:
+            return
         NODE(b, j).aux = mask
         for i in range(m):
             mask[i] = keep if rng_uniform(b.rng) >= p else 0.0
@@ -477,6 +420,8 @@ cdef void product_fwd(Batch* b, int w_arg, int x_arg, float beta, bint keep_x) n
     cdef Node* xj
     if w.bs == 1 and x0.bs == n0.bs:
         X = gather_arg(b, x_arg, b.arena)
+        if X == NULL:
+            return
         if keep_x:
             n0.aux = X
         gemm(b'N', b'N', r, c * x0.bs * b.n, k, 1.0, w.val, r, X, k, beta, b.block, r)
@@ -506,11 +451,15 @@ cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
         dY = b.block
         if dY == NULL:      # part of a batch: stack the output gradients
             dY = arena_alloc(b.scratch, <size_t>r * M)
+            if dY == NULL:
+                return
             for j in range(b.n):
                 memcpy(dY + j * n0.size, NODE(b, j).grad, n0.size * sizeof(float))
         if w.flags & F_NEEDS_GRAD:
             if X == NULL:
                 X = gather_arg(b, x_arg, b.scratch)
+                if X == NULL:
+                    return
             if w.op == OP_PARAM and b.defer != NULL and b.defer.n < b.defer.cap and \
                     (r * k >= DEFER_MIN_WEIGHT or M <= DEFER_MAX_COLUMNS):
                 b.defer.items[b.defer.n] = WeightGrad(w.grad, dY, X, r, k, M)
@@ -522,6 +471,8 @@ cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
                 gemm(b'T', b'N', k, M, r, 1.0, w.val, r, dY, r, 1.0, x0.grad, k)
             else:
                 dX = arena_alloc(b.scratch, <size_t>k * M)
+                if dX == NULL:
+                    return
                 gemm(b'T', b'N', k, M, r, 1.0, w.val, r, dY, r, 0.0, dX, k)
                 add_grad_from_stack(b, x_arg, dX)
         return
@@ -564,11 +515,16 @@ cdef void flush_weight_grads(WeightGrads* d, Arena* scratch) noexcept nogil:
         while j < d.n and d.items[j].dW == w.dW:
             total += d.items[j].m
             j += 1
-        if j == i + 1:
-            gemm(b'N', b'T', w.r, w.k, w.m, 1.0, w.dY, w.r, w.X, w.k, 1.0, w.dW, w.r)
-        else:
+        dY = X = NULL
+        if j > i + 1:
             dY = arena_alloc(scratch, <size_t>w.r * total)
             X = arena_alloc(scratch, <size_t>w.k * total)
+        if X == NULL or dY == NULL:     # one term, or no memory to stack them: a gemm each
+            scratch.failed = False
+            for e in range(i, j):
+                gemm(b'N', b'T', w.r, w.k, d.items[e].m, 1.0, d.items[e].dY, w.r,
+                     d.items[e].X, w.k, 1.0, w.dW, w.r)
+        else:
             at = 0
             for e in range(i, j):
                 memcpy(dY + <size_t>at * w.r, d.items[e].dY, <size_t>d.items[e].m * w.r * sizeof(float))
@@ -742,6 +698,8 @@ cdef void max_dim_fwd(Batch* b) noexcept nogil:
         x = ARG(b, j, 0)
         y = NODE(b, j).val
         NODE(b, j).aux = arena_alloc(b.arena, n0.size)
+        if NODE(b, j).aux == NULL:
+            return
         if n0.attr.axis.dim == 0:
             outer = cols(x); inner = rows(x); so = rows(x); st = 1
         else:
@@ -855,6 +813,8 @@ cdef void picknls_fwd(Batch* b) noexcept nogil:
         x = ARG(b, j, 0)
         xb = 0 if x.bs == 1 else r
         NODE(b, j).aux = arena_alloc(b.arena, <size_t>r * n0.bs)
+        if NODE(b, j).aux == NULL:
+            return
         for k in range(n0.bs):
             xv = x.val + k * xb
             p = NODE(b, j).aux + k * r

@@ -1,0 +1,132 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Backward: d(target)/d(every ancestor), batch by batch in reverse forward order.
+
+Gradient memory comes from the scratch arena (ctx.scratch), one zeroed block per
+batch that holds an ancestor, so that a batch's gradients are as contiguous as its
+values. Trainable leaves write into their parameter's gradient directly."""
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memset
+
+from autobatch._kernels cimport (Node, OpDef, op_table, WeightGrad, WeightGrads,
+                                 flush_weight_grads, F_NEEDS_GRAD, F_TRAINABLE)
+from autobatch._memory cimport arena_alloc_or_raise, arena_check, arena_reset
+from autobatch._scheduler cimport sched_collect
+
+cdef const OpDef* OPS = op_table()
+
+
+cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batch* ctx,
+                       int32_t target, bint full, bint defer_weights) except -1:
+    """Accumulate d(target)/d(parameter) into the parameters' gradients (target is a
+    computed scalar per batch element). full: keep the gradient of every ancestor,
+    inputs and constants included. defer_weights: postpone weight gradients to the
+    end so that the terms of one weight become one gemm (not for 'none', the
+    unbatched reference)."""
+    arena_reset(ctx.scratch)
+    cdef int64_t nanc = sched_collect(work, v, target, True)
+    cdef int32_t st = work.stamp           # mark[i] == st: i is an ancestor of target
+    assign_gradient_memory(v, log, work, ctx, nanc, full)
+    cdef Node* t = &v.nodes[target]
+    cdef int j
+    for j in range(t.bs):
+        t.grad[j] += 1.0
+    cdef int64_t bi, most = 1, cap = 1
+    for bi in range(log.n):
+        if log.count[bi] > most:
+            most = log.count[bi]
+        cap += max(1, v.nodes[log.ids[log.at[bi]]].nargs // 2)
+    # A batch may mix ancestors of target with other nodes: backward runs over the
+    # ancestors only, so that nothing flows from nodes the loss does not use (not
+    # even 0 * inf = NaN from a node whose local derivative is infinite).
+    cdef int32_t* sub = <int32_t*>malloc(most * sizeof(int32_t))
+    cdef WeightGrads defer           # room for one postponed weight gradient per product term
+    defer.n = 0
+    defer.cap = <int>cap
+    defer.items = <WeightGrad*>malloc(cap * sizeof(WeightGrad))
+    if sub == NULL or defer.items == NULL:
+        free(sub)
+        free(defer.items)
+        raise MemoryError("autobatch: backward's work arrays")
+    ctx.defer = &defer if defer_weights else NULL
+    cdef int32_t nsub
+    cdef int32_t* ids
+    try:
+        with nogil:
+            for bi in range(log.n - 1, -1, -1):
+                ids = log.ids + log.at[bi]
+                nsub = 0
+                for j in range(log.count[bi]):
+                    if work.mark[ids[j]] == st and v.nodes[ids[j]].flags & F_NEEDS_GRAD:
+                        nsub = nsub + 1
+                if nsub == 0:
+                    continue
+                nsub = 0
+                for j in range(log.count[bi]):
+                    if work.mark[ids[j]] == st:
+                        sub[nsub] = ids[j]
+                        nsub = nsub + 1
+                ctx.n = nsub
+                if nsub == log.count[bi]:
+                    ctx.ids = ids
+                    ctx.block = v.nodes[ids[0]].grad
+                else:
+                    ctx.ids = sub
+                    ctx.block = NULL
+                OPS[v.nodes[ids[0]].op].bwd(ctx)
+                if ctx.scratch.failed:
+                    break
+            if not ctx.scratch.failed:
+                flush_weight_grads(&defer, ctx.scratch)
+        arena_check(ctx.scratch)
+    finally:
+        free(defer.items)
+        free(sub)
+    return 0
+
+
+cdef int assign_gradient_memory(const NodeView* v, const BatchLog* log, Sched* work,
+                                Batch* ctx, int64_t nanc, bint full) except -1:
+    """Zeroed gradient memory for the ancestors of target (work.mark == stamp).
+
+    Leaves: the gradient storage of trainable ones is the parameter's; other
+    ancestors write into a shared sink (kernels add to every argument). Nodes that
+    are not ancestors point at a zeroed sink that nothing writes, so that gradient()
+    reads zeros for them."""
+    cdef int32_t st = work.stamp
+    cdef int64_t k, bi, j, per, sink_size = 1
+    cdef Node* n
+    for k in range(v.n):
+        if v.nodes[k].size > sink_size:
+            sink_size = v.nodes[k].size
+    cdef float* sink = arena_alloc_or_raise(ctx.scratch, sink_size)
+    cdef float* zsink = arena_alloc_or_raise(ctx.scratch, sink_size)
+    memset(zsink, 0, sink_size * sizeof(float))
+    if full:
+        for k in range(nanc):
+            v.nodes[work.needed[k]].flags |= F_NEEDS_GRAD
+    for k in range(v.n):
+        n = &v.nodes[k]
+        if not OPS[n.op].leaf or n.flags & F_TRAINABLE:
+            continue
+        if work.mark[k] == st and n.flags & F_NEEDS_GRAD:
+            n.grad = arena_alloc_or_raise(ctx.scratch, n.size)
+            memset(n.grad, 0, n.size * sizeof(float))
+        else:
+            n.grad = sink if work.mark[k] == st else zsink
+    cdef bint any_anc
+    cdef int32_t* ids
+    cdef float* g
+    for bi in range(log.n):
+        ids = log.ids + log.at[bi]
+        any_anc = False
+        for j in range(log.count[bi]):
+            if work.mark[ids[j]] == st:
+                any_anc = True
+        per = v.nodes[ids[0]].size
+        if any_anc:
+            g = arena_alloc_or_raise(ctx.scratch, per * log.count[bi])
+            memset(g, 0, per * log.count[bi] * sizeof(float))
+        for j in range(log.count[bi]):
+            v.nodes[ids[j]].grad = g + j * per if any_anc else zsink
+    return 0

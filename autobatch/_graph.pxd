@@ -1,0 +1,56 @@
+# The computation graph: node storage and the public methods (forward, backward,
+# renew, statistics). The stages it runs live in their own modules.
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from autobatch._executor cimport BatchLog
+from autobatch._kernels cimport Node, Shape, Attrs, Rng, Batch
+from autobatch._memory cimport Arena
+from autobatch._nodes cimport NodeView
+from autobatch._scheduler cimport Sched
+from autobatch._signatures cimport SigTable
+
+cdef class ComputationGraph:
+    # node storage
+    cdef Node* nodes
+    cdef int64_t n_nodes, cap_nodes
+    cdef int32_t* args
+    cdef int64_t n_args, cap_args
+    cdef int32_t* ibuf                  # per-node integer data (index lists)
+    cdef int64_t n_ibuf, cap_ibuf
+    cdef list keepalive                 # Python objects whose memory nodes point into
+    cdef readonly int version
+    # the stages' state
+    cdef SigTable sigs
+    cdef Sched sched
+    cdef BatchLog log
+    cdef Arena arena                    # values and forward aux, reset on renew
+    cdef Arena garena                   # gradients and backward scratch, reset per backward
+    cdef Rng rng
+    # strategy and switches
+    cdef int strategy_id
+    cdef readonly object strategy
+    cdef bint busy                      # a forward is running (a Python strategy may be called)
+    cdef readonly bint immediate_compute   # compute every node when it is created (debugging)
+    cdef readonly bint check_validity      # raise on the first NaN or infinity a kernel produces
+    # statistics
+    cdef public double t_build, t_schedule, t_forward, t_backward
+    cdef double t_last
+    cdef public int n_forward_calls, n_backward_calls
+
+    cdef void _clear(self)
+    cdef int _forward(self, int32_t target) except -1
+    cdef int32_t _index_of(self, e) except -1
+    cdef NodeView view(self) noexcept
+    cdef Batch context(self) noexcept
+    cdef int32_t add_node(self, int op, int nargs, const int32_t* argv, Shape shape,
+                          int32_t idata=*, const Attrs* attr=*) except -1
+    cdef float* leaf_memory(self, int32_t i) except NULL
+    cdef int32_t add_ints(self, object values, int count) except -1
+    cdef int check_idle(self) except -1
+    cdef int forward_to(self, int32_t target) except -1
+    cdef int backward_from(self, int32_t target, bint full=*) except -1
+    cdef renew(self, strategy, int version, uint64_t seed, bint immediate_compute=*,
+               bint check_validity=*)
+    cdef tuple shape_of(self, int32_t i)
+    cdef object value_array(self, int32_t i, bint grad)
+    cpdef set_strategy(self, strategy)
+    cpdef invalidate(self)

@@ -1,0 +1,336 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The computation graph: node storage (C arrays, append-only) and the public
+methods. A forward collects the needed nodes (_scheduler), lets the strategy pick
+batches (_strategies), runs each (_executor); backward replays the batches in reverse
+(_backward); _stats reports what happened."""
+import sys
+
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdlib cimport free
+from libc.string cimport memcpy, memset
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+from autobatch._backward cimport backward_pass
+from autobatch._executor cimport run_batch, log_reset, log_free
+from autobatch._kernels cimport (OpDef, op_table, elems, MAX_DIMS, rng_seed,
+                                 OP_NOBACKPROP, F_DONE, F_NEEDS_GRAD)
+from autobatch._memory cimport (arena_alloc_or_raise, arena_reset, arena_free,
+                                arena_capacity, grow)
+from autobatch._scheduler cimport (sched_collect, sched_prepare, sched_push_initial,
+                                   sched_release, sched_free)
+from autobatch._signatures cimport sig_intern, sig_reset, sig_free
+from autobatch._stats cimport batch_stats, batch_list, print_batch_list, lower_bound
+from autobatch._strategies cimport (S_NONE, S_CRITICAL, S_PYTHON, strategy_id,
+                                    pick_batch)
+from autobatch._strategies import resolve_strategy
+from autobatch.errors import StaleExpressionError
+
+cdef const OpDef* OPS = op_table()
+
+
+cdef inline double now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + ts.tv_nsec * 1e-9
+
+
+cdef class ComputationGraph:
+    """One lazily evaluated graph. Create through `renew_cg()`."""
+
+    def __init__(self, strategy):
+        self.keepalive = []
+        self.version = 0
+        self._clear()
+        self.set_strategy(strategy)
+        self.t_last = now()
+
+    def __dealloc__(self):
+        arena_free(&self.arena)
+        arena_free(&self.garena)
+        free(self.nodes)
+        free(self.args)
+        free(self.ibuf)
+        sig_free(&self.sigs)
+        sched_free(&self.sched)
+        log_free(&self.log)
+
+    cdef void _clear(self):
+        self.n_nodes = self.n_args = self.n_ibuf = 0
+        sig_reset(&self.sigs)
+        log_reset(&self.log)
+        self.t_build = self.t_schedule = self.t_forward = self.t_backward = 0
+        self.n_forward_calls = self.n_backward_calls = 0
+
+    cdef renew(self, strategy, int version, uint64_t seed, bint immediate_compute=False,
+               bint check_validity=False):
+        """Start a new graph in the same memory (arenas keep their capacity)."""
+        self.check_idle()
+        self.immediate_compute = immediate_compute
+        self.check_validity = check_validity
+        arena_reset(&self.arena)
+        arena_reset(&self.garena)
+        self.keepalive = []
+        self.version = version
+        self._clear()
+        self.set_strategy(strategy)
+        rng_seed(&self.rng, seed)
+        self.t_last = now()
+
+    cpdef set_strategy(self, strategy):
+        self.strategy = resolve_strategy(strategy)
+        self.strategy_id = strategy_id(self.strategy)
+
+    cdef NodeView view(self) noexcept:
+        cdef NodeView v
+        v.nodes = self.nodes
+        v.args = self.args
+        v.ibuf = self.ibuf
+        v.n = self.n_nodes
+        return v
+
+    cdef Batch context(self) noexcept:
+        """What kernels may touch, for the executor and backward to fill per batch."""
+        cdef Batch b
+        memset(&b, 0, sizeof(Batch))
+        b.nodes = self.nodes
+        b.args = self.args
+        b.ibuf = self.ibuf
+        b.arena = &self.arena
+        b.scratch = &self.garena
+        b.rng = &self.rng
+        return b
+
+    # ------------------------------------------------------------ nodes ----
+
+    cdef int32_t add_node(self, int op, int nargs, const int32_t* argv, Shape shape,
+                          int32_t idata=0, const Attrs* attr=NULL) except -1:
+        """Append a node (its shape checked by the caller) with its typed attributes."""
+        cdef int64_t i = self.n_nodes
+        cdef int a
+        self.check_idle()
+        if i >= 2147483000:
+            raise MemoryError("autobatch: too many nodes in one graph")
+        self.nodes = <Node*>grow(self.nodes, &self.cap_nodes, i + 1, sizeof(Node))
+        self.args = <int32_t*>grow(self.args, &self.cap_args, self.n_args + nargs, sizeof(int32_t))
+        cdef Node* n = &self.nodes[i]
+        memset(n, 0, sizeof(Node))
+        n.op = op
+        n.nargs = nargs
+        n.args_at = <int32_t>self.n_args
+        n.nd = shape.nd
+        for a in range(MAX_DIMS):
+            n.d[a] = shape.d[a]
+        n.bs = shape.bs
+        n.size = elems(n) * shape.bs
+        if attr != NULL:
+            n.attr = attr[0]
+        n.idata = idata
+        for a in range(nargs):
+            self.args[self.n_args + a] = argv[a]
+            if self.nodes[argv[a]].flags & F_NEEDS_GRAD:
+                n.flags |= F_NEEDS_GRAD
+        if op == OP_NOBACKPROP:
+            n.flags &= ~F_NEEDS_GRAD
+        self.n_args += nargs
+        self.n_nodes = i + 1
+        if OPS[op].leaf:
+            n.sig = -1
+            n.flags |= F_DONE
+        else:
+            view = self.view()
+            n.sig = sig_intern(&self.sigs, &view, <int32_t>i)
+        return <int32_t>i
+
+    cdef float* leaf_memory(self, int32_t i) except NULL:
+        """Arena memory for a leaf's value, filled by the caller."""
+        cdef float* p = arena_alloc_or_raise(&self.arena, self.nodes[i].size)
+        self.nodes[i].val = p
+        return p
+
+    cdef int32_t add_ints(self, object values, int count) except -1:
+        """Store per-node integer data; returns its offset in ibuf."""
+        cdef int64_t at = self.n_ibuf
+        cdef int k
+        if at + count >= 2147483647:
+            raise MemoryError("autobatch: too many indices in one graph")
+        self.ibuf = <int32_t*>grow(self.ibuf, &self.cap_ibuf, at + count, sizeof(int32_t))
+        for k in range(count):
+            self.ibuf[at + k] = values[k]
+        self.n_ibuf = at + count
+        return <int32_t>at
+
+    # ---------------------------------------------------------- forward ----
+
+    cdef int check_idle(self) except -1:
+        if self.busy:
+            raise RuntimeError("the graph cannot be built or computed from inside a strategy's "
+                               "select(): it is in the middle of a forward pass")
+        return 0
+
+    cdef int forward_to(self, int32_t target) except -1:
+        """Compute `target` and every ancestor not computed yet, in batches."""
+        if self.nodes[target].flags & F_DONE:
+            return 0
+        self.check_idle()
+        self.busy = True
+        try:
+            self._forward(target)
+        finally:
+            self.busy = False
+        return 0
+
+    cdef int _forward(self, int32_t target) except -1:
+        cdef double t0 = now()
+        self.t_build += t0 - self.t_last
+        self.n_forward_calls += 1
+        cdef NodeView v = self.view()
+        cdef Batch ctx = self.context()
+        cdef int64_t count = sched_collect(&self.sched, &v, target, False)
+        cdef double t_sched = 0, t_run = 0, t1
+        cdef int64_t pos
+        cdef int n
+        if self.strategy_id == S_NONE:
+            # creation order is a topological order; every node is its own batch
+            t_sched = now() - t0
+            t1 = now()
+            for pos in range(count):
+                run_batch(&self.log, &ctx, &self.sched.needed[pos], 1, self.check_validity)
+            t_run = now() - t1
+        else:
+            sched_prepare(&self.sched, &v, self.sigs.n, count,
+                          self.strategy_id == S_CRITICAL or self.strategy_id == S_PYTHON)
+            sched_push_initial(&self.sched, &v, count)
+            t_sched = now() - t0
+            while count > 0:
+                t1 = now()
+                n = pick_batch(self.strategy_id, self.strategy, &self.sched, &v, &self.sigs)
+                t_sched += now() - t1
+                t1 = now()
+                run_batch(&self.log, &ctx, self.sched.picked, n, self.check_validity)
+                t_run += now() - t1
+                t1 = now()
+                sched_release(&self.sched, &v, n)
+                t_sched += now() - t1
+                count -= n
+        self.t_schedule += t_sched
+        self.t_forward += t_run
+        self.t_last = now()
+        return 0
+
+    # --------------------------------------------------------- backward ----
+
+    cdef int backward_from(self, int32_t target, bint full=False) except -1:
+        self.check_idle()
+        self.forward_to(target)
+        if elems(&self.nodes[target]) != 1:
+            raise ValueError(f"backward() needs a scalar expression; this one has shape "
+                             f"{self.shape_of(target)} (sum it first, e.g. with dy.sum_elems)")
+        cdef double t0 = now()
+        self.t_build += t0 - self.t_last
+        self.n_backward_calls += 1
+        cdef NodeView v = self.view()
+        cdef Batch ctx = self.context()
+        backward_pass(&v, &self.log, &self.sched, &ctx, target, full,
+                      self.strategy_id != S_NONE)
+        self.t_backward += now() - t0
+        self.t_last = now()
+        return 0
+
+    # ------------------------------------------------------ inspection ----
+
+    cdef tuple shape_of(self, int32_t i):
+        cdef Node* n = &self.nodes[i]
+        return tuple(n.d[a] for a in range(n.nd))
+
+    cdef object value_array(self, int32_t i, bint grad):
+        """Copy of a node's value (or gradient) as numpy, DyNet's shape conventions
+        (column-major; the batch is the last axis when there is more than one)."""
+        cdef Node* n = &self.nodes[i]
+        out = np.empty(n.size, dtype=np.float32)
+        cdef float[::1] buf = out
+        cdef float* src = n.grad if grad else n.val
+        if grad and (src == NULL or not (n.flags & F_NEEDS_GRAD)):
+            out[:] = 0
+        elif n.size > 0:
+            memcpy(&buf[0], src, n.size * sizeof(float))
+        shape = self.shape_of(i)
+        if n.bs > 1:
+            shape = shape + (n.bs,)
+        return out.reshape(shape, order="F")
+
+    cdef int32_t _index_of(self, e) except -1:
+        """The node of an Expression of this graph (StaleExpressionError otherwise)."""
+        idx, version = e.vindex, e.cg_version
+        if version != self.version or not 0 <= idx < self.n_nodes:
+            raise StaleExpressionError("the Expression does not belong to this computation graph "
+                                       "(it is stale, or the graph was renewed)")
+        return idx
+
+    def forward(self, e):
+        self.forward_to(self._index_of(e))
+
+    def backward(self, e, full=False):
+        self.backward_from(self._index_of(e), full)
+
+    def stats(self):
+        """Statistics of what ran so far in this graph (see the README)."""
+        cdef NodeView v = self.view()
+        out = {"strategy": getattr(self.strategy, "name", repr(self.strategy))}
+        out.update(batch_stats(&v, &self.log, &self.sigs, self.strategy_id == S_NONE))
+        out.update({
+            "forward_calls": self.n_forward_calls,
+            "backward_calls": self.n_backward_calls,
+            "seconds": {"build": self.t_build, "schedule": self.t_schedule,
+                        "forward": self.t_forward, "backward": self.t_backward},
+            # bytes used by this graph's values, and by its last backward; the
+            # capacity is what the process keeps for the next graph
+            "arena_bytes": int(self.arena.peak), "grad_arena_bytes": int(self.garena.peak),
+            "arena_capacity_bytes": int(arena_capacity(&self.arena) + arena_capacity(&self.garena)),
+        })
+        return out
+
+    def batches(self):
+        """The batches in execution order: a list of (op name, [node ids])."""
+        cdef NodeView v = self.view()
+        return batch_list(&v, &self.log)
+
+    def print_batches(self, file=None):
+        """Debug view: every batch in execution order with its signature and shapes."""
+        cdef NodeView v = self.view()
+        print_batch_list(&v, &self.log, file or sys.stdout)
+
+    def node_info(self, int32_t i):
+        """(op name, shape, batch size, signature id, argument ids) of node i."""
+        if not 0 <= i < self.n_nodes:
+            raise IndexError(f"no node {i} in this graph ({self.n_nodes} nodes)")
+        cdef Node* n = &self.nodes[i]
+        return (OPS[n.op].name.decode(), self.shape_of(i), n.bs, n.sig,
+                [self.args[n.args_at + a] for a in range(n.nargs)])
+
+    def batch_lower_bound(self):
+        """A lower bound on the number of batches any strategy needs for the scheduled
+        part of this graph: for each signature, the most nodes of that signature on
+        any one dependency path (they can never share a batch). Returns
+        (total, {signature: bound})."""
+        cdef NodeView v = self.view()
+        return lower_bound(&v, &self.sigs)
+
+    def signature_nodes(self):
+        """{signature id: number of nodes created with it}."""
+        return {s: self.sigs.count[s] for s in range(self.sigs.n)}
+
+    @property
+    def num_nodes(self):
+        return int(self.n_nodes)
+
+    cpdef invalidate(self):
+        """Forget every computed value (not the inputs): the next value() computes
+        the graph again, e.g. after parameters were changed (DyNet's invalidate)."""
+        self.check_idle()
+        cdef int64_t i
+        for i in range(self.n_nodes):
+            if self.nodes[i].sig >= 0:
+                self.nodes[i].flags &= ~F_DONE
+        log_reset(&self.log)

@@ -1,0 +1,24 @@
+# Memory: bump arenas for node values and scratch, and growth of the graph's arrays.
+# One out-of-memory policy: MemoryError. Code that cannot raise (nogil kernels) gets
+# NULL from arena_alloc, returns early, and the caller raises (arena_check).
+from libc.stdint cimport int64_t
+
+# chunks are never moved, so pointers stay valid until reset
+ctypedef struct Arena:
+    char** chunks
+    size_t* caps
+    int nchunks
+    int maxchunks
+    size_t used         # bytes used in the last chunk
+    size_t total        # bytes handed out since reset (peak tracking)
+    size_t peak
+    bint failed         # an allocation failed since the last arena_check
+
+cdef float* arena_alloc(Arena* a, size_t nfloats) noexcept nogil
+cdef float* arena_alloc_or_raise(Arena* a, size_t nfloats) except NULL
+cdef int arena_check(Arena* a) except -1
+cdef void arena_reset(Arena* a) noexcept nogil
+cdef void arena_free(Arena* a) noexcept nogil
+cdef size_t arena_capacity(const Arena* a) noexcept nogil
+
+cdef void* grow(void* p, int64_t* cap, int64_t need, size_t item) except NULL

@@ -1,0 +1,134 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Bump arenas (values, aux and backward scratch) and array growth, with one
+out-of-memory policy: MemoryError, never abort()."""
+from libc.stdlib cimport free, realloc
+from libc.string cimport memset
+
+cdef size_t CHUNK_MIN = 1 << 20
+
+
+cdef float* arena_alloc(Arena* a, size_t nfloats) noexcept nogil:
+    """64-byte aligned room for nfloats floats, or NULL (and a.failed) when the
+    memory cannot be had."""
+    if nfloats > (<size_t>-1) // 8:
+        a.failed = True
+        return NULL
+    cdef size_t nbytes = ((nfloats * sizeof(float) + 63) // 64) * 64
+    cdef size_t cap
+    cdef void* q
+    if nbytes == 0:
+        nbytes = 64
+    if a.nchunks == 0 or a.used + nbytes > a.caps[a.nchunks - 1]:
+        cap = CHUNK_MIN
+        if a.nchunks > 0 and 2 * a.caps[a.nchunks - 1] > cap:
+            cap = 2 * a.caps[a.nchunks - 1]
+        if nbytes > cap:
+            cap = nbytes
+        if a.nchunks == a.maxchunks:
+            if not _grow_chunk_list(a):
+                a.failed = True
+                return NULL
+        q = realloc(NULL, cap)
+        if q == NULL and cap > nbytes:      # try without the doubling headroom
+            cap = nbytes
+            q = realloc(NULL, cap)
+        if q == NULL:
+            a.failed = True
+            return NULL
+        a.chunks[a.nchunks] = <char*>q
+        a.caps[a.nchunks] = cap
+        a.nchunks += 1
+        a.used = 0
+    cdef char* p = a.chunks[a.nchunks - 1] + a.used
+    a.used += nbytes
+    a.total += nbytes
+    if a.total > a.peak:
+        a.peak = a.total
+    return <float*>p
+
+
+cdef bint _grow_chunk_list(Arena* a) noexcept nogil:
+    cdef int m = 8 if a.maxchunks == 0 else 2 * a.maxchunks
+    cdef char** chunks = <char**>realloc(a.chunks, m * sizeof(char*))
+    if chunks == NULL:
+        return False
+    a.chunks = chunks
+    cdef size_t* caps = <size_t*>realloc(a.caps, m * sizeof(size_t))
+    if caps == NULL:
+        return False
+    a.caps = caps
+    a.maxchunks = m
+    return True
+
+
+cdef float* arena_alloc_or_raise(Arena* a, size_t nfloats) except NULL:
+    cdef float* p = arena_alloc(a, nfloats)
+    if p == NULL:
+        a.failed = False
+        raise MemoryError(f"autobatch: cannot allocate {nfloats * 4} bytes for values")
+    return p
+
+
+cdef int arena_check(Arena* a) except -1:
+    """Raise MemoryError if an allocation failed in code that could not raise."""
+    if a.failed:
+        a.failed = False
+        raise MemoryError("autobatch: out of memory in a kernel's scratch")
+    return 0
+
+
+cdef void arena_reset(Arena* a) noexcept nogil:
+    """Forget every allocation; merge chunks so that the next round fits in one (if
+    that much memory cannot be had in one piece, keep the chunks as they are)."""
+    cdef size_t total = 0
+    cdef int i
+    cdef char* merged
+    if a.nchunks > 1:
+        for i in range(a.nchunks):
+            total += a.caps[i]
+        for i in range(a.nchunks):
+            free(a.chunks[i])
+        merged = <char*>realloc(NULL, total)
+        if merged != NULL:
+            a.chunks[0] = merged
+            a.caps[0] = total
+            a.nchunks = 1
+        else:
+            a.nchunks = 0
+    a.used = 0
+    a.total = 0
+    a.peak = 0
+    a.failed = False
+
+
+cdef void arena_free(Arena* a) noexcept nogil:
+    cdef int i
+    for i in range(a.nchunks):
+        free(a.chunks[i])
+    free(a.chunks)
+    free(a.caps)
+    memset(a, 0, sizeof(Arena))
+
+
+cdef size_t arena_capacity(const Arena* a) noexcept nogil:
+    cdef size_t total = 0
+    cdef int i
+    for i in range(a.nchunks):
+        total += a.caps[i]
+    return total
+
+
+cdef void* grow(void* p, int64_t* cap, int64_t need, size_t item) except NULL:
+    """Make room for `need` items, doubling; raises MemoryError instead of crashing."""
+    cdef int64_t c = cap[0]
+    if need <= c and p != NULL:
+        return p
+    if c < 16:
+        c = 16
+    while c < need:
+        c *= 2
+    cdef void* q = realloc(p, c * item)
+    if q == NULL:
+        raise MemoryError("autobatch: cannot grow graph arrays")
+    cap[0] = c
+    return q

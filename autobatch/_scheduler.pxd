@@ -1,0 +1,46 @@
+# The ready frontier: which uncomputed nodes a forward needs, their dependencies, and
+# per signature the nodes that are ready. Strategies (_strategies.pyx) choose from it.
+from libc.stdint cimport int32_t, int64_t
+from autobatch._nodes cimport NodeView
+
+ctypedef struct Sched:
+    # per node (indexed by node id; grown with the graph)
+    int32_t* mark           # == stamp: visited by the current walk
+    int32_t* depth          # 1 + the deepest uncomputed argument
+    int32_t* height         # longest path to a needed node nobody needed consumes
+    int32_t* indeg          # arguments not computed yet
+    int32_t* loc            # position in `needed`
+    int64_t cap_nodes
+    int32_t stamp
+    # the needed nodes in id (= topological) order, and their consumers (CSR)
+    int32_t* needed
+    int64_t cap_needed
+    int32_t* cons_at
+    int64_t cap_cons
+    int32_t* cons
+    int64_t cap_edges
+    # per signature: its ready nodes rd[rd_at[s] : rd_at[s] + rd_n[s]], and the mean
+    # depth and height of its pending nodes (ready or not)
+    int32_t* rd_at
+    int32_t* rd_n
+    double* avg_depth
+    double* avg_height
+    int64_t cap_sigs
+    int32_t* rd
+    int64_t cap_rd
+    # signatures with ready nodes, and where each is in that list (-1: none)
+    int32_t* active
+    int32_t* active_pos
+    int64_t n_active
+    # the batch being run
+    int32_t* picked
+    int64_t cap_picked
+
+cdef int64_t sched_collect(Sched* s, const NodeView* v, int32_t target, bint all_ancestors) except -1
+cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t count,
+                       bint heights) except -1
+cdef void sched_push_initial(Sched* s, const NodeView* v, int64_t count) noexcept nogil
+cdef int sched_take(Sched* s, int32_t sig, int32_t max_depth) noexcept nogil
+cdef int sched_take_chosen(Sched* s, int32_t sig, const char* chosen) noexcept nogil
+cdef void sched_release(Sched* s, const NodeView* v, int n) noexcept nogil
+cdef void sched_free(Sched* s) noexcept nogil

@@ -1,0 +1,264 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The ready frontier of a forward pass.
+
+sched_collect lists the nodes a value needs; sched_prepare computes depths, in-degrees,
+consumer lists and per-signature ready lists; then a strategy repeatedly picks a
+signature, sched_take moves its ready nodes to `picked` (one batch), and after the
+batch ran sched_release makes their consumers ready."""
+from libc.stdint cimport int32_t
+from libc.stdlib cimport free, qsort
+from libc.string cimport memset
+
+from autobatch._kernels cimport Node, F_DONE
+from autobatch._memory cimport grow
+from autobatch._nodes cimport arg_id
+
+
+cdef int cmp_int32(const void* a, const void* b) noexcept nogil:
+    return (<int32_t*>a)[0] - (<int32_t*>b)[0]
+
+
+cdef int ensure_nodes(Sched* s, int64_t n) except -1:
+    """Per-node arrays for n nodes; new marks are zero (never the current stamp)."""
+    if s.cap_nodes >= n:
+        return 0
+    cdef int64_t old = s.cap_nodes, cap
+    cap = old
+    s.mark = <int32_t*>grow(s.mark, &cap, n, sizeof(int32_t))
+    memset(s.mark + old, 0, (cap - old) * sizeof(int32_t))
+    cdef int64_t c2 = old
+    s.depth = <int32_t*>grow(s.depth, &c2, cap, sizeof(int32_t))
+    c2 = old
+    s.height = <int32_t*>grow(s.height, &c2, cap, sizeof(int32_t))
+    c2 = old
+    s.indeg = <int32_t*>grow(s.indeg, &c2, cap, sizeof(int32_t))
+    c2 = old
+    s.loc = <int32_t*>grow(s.loc, &c2, cap, sizeof(int32_t))
+    s.cap_nodes = cap
+    return 0
+
+
+cdef int64_t sched_collect(Sched* s, const NodeView* v, int32_t target, bint all_ancestors) except -1:
+    """List in `needed` the ancestors of target (target included) that are not
+    computed yet, or all of them; in id (= topological) order unless all_ancestors.
+    Cost is the size of that part only, so a parser calling value() at every step
+    stays linear."""
+    ensure_nodes(s, v.n)
+    s.needed = <int32_t*>grow(s.needed, &s.cap_needed, v.n, sizeof(int32_t))
+    s.stamp += 1
+    cdef int32_t st = s.stamp
+    cdef int64_t head = 0, count = 0
+    cdef int a
+    cdef int32_t x, y
+    s.mark[target] = st
+    s.needed[count] = target
+    count += 1
+    while head < count:                     # breadth-first, `needed` is the queue
+        x = s.needed[head]
+        head += 1
+        for a in range(v.nodes[x].nargs):
+            y = arg_id(v, x, a)
+            if s.mark[y] != st and (all_ancestors or not (v.nodes[y].flags & F_DONE)):
+                s.mark[y] = st
+                s.needed[count] = y
+                count += 1
+    if all_ancestors:
+        return count
+    # id order: scan the id range when the needed nodes fill much of it (a whole-graph
+    # forward), else sort the few (a parser's step)
+    cdef int32_t lo = target, i
+    for head in range(count):
+        if s.needed[head] < lo:
+            lo = s.needed[head]
+    if target - lo + 1 <= 8 * count:
+        head = 0
+        for i in range(lo, target + 1):
+            if s.mark[i] == st and not (v.nodes[i].flags & F_DONE):
+                s.needed[head] = i
+                head += 1
+    else:
+        qsort(s.needed, count, sizeof(int32_t), cmp_int32)
+    return count
+
+
+cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t count,
+                       bint heights) except -1:
+    """Depths, in-degrees, consumer lists and per-signature ready lists of the
+    `count` needed nodes; heights too when a strategy reads them."""
+    cdef int64_t p, q, edges = 0, g
+    cdef int a
+    cdef int32_t i, y, d, acc, c
+    cdef const Node* n
+    s.cons_at = <int32_t*>grow(s.cons_at, &s.cap_cons, count + 1, sizeof(int32_t))
+    for p in range(count):
+        s.loc[s.needed[p]] = <int32_t>p
+        s.cons_at[p] = 0
+    s.cons_at[count] = 0
+    for p in range(count):                  # depth, in-degree, consumer counts
+        i = s.needed[p]
+        n = &v.nodes[i]
+        d = 0
+        s.indeg[i] = 0
+        for a in range(n.nargs):
+            y = arg_id(v, i, a)
+            if not (v.nodes[y].flags & F_DONE):
+                s.indeg[i] += 1
+                s.cons_at[s.loc[y]] += 1
+                edges += 1
+                if s.depth[y] > d:
+                    d = s.depth[y]
+        s.depth[i] = d + 1
+    acc = 0                                 # counts -> start offsets (fill cursors)
+    for p in range(count):
+        c = s.cons_at[p]
+        s.cons_at[p] = acc
+        acc += c
+    s.cons_at[count] = acc
+    s.cons = <int32_t*>grow(s.cons, &s.cap_edges, edges + 1, sizeof(int32_t))
+    for p in range(count):
+        i = s.needed[p]
+        n = &v.nodes[i]
+        for a in range(n.nargs):
+            y = arg_id(v, i, a)
+            if not (v.nodes[y].flags & F_DONE):
+                q = s.loc[y]
+                s.cons[s.cons_at[q]] = i
+                s.cons_at[q] += 1
+    for p in range(count, 0, -1):           # cursors end at the next start: shift back
+        s.cons_at[p] = s.cons_at[p - 1]
+    s.cons_at[0] = 0
+    ensure_sigs(s, n_sigs, count)
+    if heights:                             # reverse topological order
+        for p in range(count - 1, -1, -1):
+            d = 0
+            for q in range(s.cons_at[p], s.cons_at[p + 1]):
+                if s.height[s.cons[q]] + 1 > d:
+                    d = s.height[s.cons[q]] + 1
+            s.height[s.needed[p]] = d
+    for g in range(n_sigs):
+        s.rd_n[g] = 0
+        s.avg_depth[g] = 0
+        s.avg_height[g] = 0
+    for p in range(count):
+        g = v.nodes[s.needed[p]].sig
+        s.rd_n[g] += 1
+        s.avg_depth[g] += s.depth[s.needed[p]]
+        if heights:
+            s.avg_height[g] += s.height[s.needed[p]]
+    acc = 0
+    for g in range(n_sigs):
+        s.rd_at[g] = acc
+        acc += s.rd_n[g]
+        if s.rd_n[g] > 0:
+            s.avg_depth[g] /= s.rd_n[g]
+            s.avg_height[g] /= s.rd_n[g]
+        s.rd_n[g] = 0
+        s.active_pos[g] = -1
+    s.n_active = 0
+    return 0
+
+
+cdef int ensure_sigs(Sched* s, int64_t n_sigs, int64_t count) except -1:
+    cdef int64_t cap
+    if n_sigs + 1 > s.cap_sigs:
+        cap = s.cap_sigs
+        s.rd_at = <int32_t*>grow(s.rd_at, &cap, n_sigs + 1, sizeof(int32_t))
+        cap = s.cap_sigs
+        s.rd_n = <int32_t*>grow(s.rd_n, &cap, n_sigs + 1, sizeof(int32_t))
+        cap = s.cap_sigs
+        s.avg_depth = <double*>grow(s.avg_depth, &cap, n_sigs + 1, sizeof(double))
+        cap = s.cap_sigs
+        s.avg_height = <double*>grow(s.avg_height, &cap, n_sigs + 1, sizeof(double))
+        cap = s.cap_sigs
+        s.active = <int32_t*>grow(s.active, &cap, n_sigs + 1, sizeof(int32_t))
+        cap = s.cap_sigs
+        s.active_pos = <int32_t*>grow(s.active_pos, &cap, n_sigs + 1, sizeof(int32_t))
+        s.cap_sigs = cap
+    s.rd = <int32_t*>grow(s.rd, &s.cap_rd, count + 1, sizeof(int32_t))
+    s.picked = <int32_t*>grow(s.picked, &s.cap_picked, count + 1, sizeof(int32_t))
+    return 0
+
+
+cdef inline void make_ready(Sched* s, const NodeView* v, int32_t i) noexcept nogil:
+    cdef int32_t g = v.nodes[i].sig
+    s.rd[s.rd_at[g] + s.rd_n[g]] = i
+    s.rd_n[g] += 1
+    if s.active_pos[g] < 0:
+        s.active_pos[g] = <int32_t>s.n_active
+        s.active[s.n_active] = g
+        s.n_active += 1
+
+
+cdef inline void deactivate(Sched* s, int32_t g) noexcept nogil:
+    cdef int32_t p = s.active_pos[g]
+    cdef int32_t last = s.active[s.n_active - 1]
+    s.active[p] = last
+    s.active_pos[last] = p
+    s.active_pos[g] = -1
+    s.n_active -= 1
+
+
+cdef void sched_push_initial(Sched* s, const NodeView* v, int64_t count) noexcept nogil:
+    cdef int64_t p
+    for p in range(count):
+        if s.indeg[s.needed[p]] == 0:
+            make_ready(s, v, s.needed[p])
+
+
+cdef int sched_take(Sched* s, int32_t sig, int32_t max_depth) noexcept nogil:
+    """Move the ready nodes of signature sig with depth <= max_depth to `picked`, in
+    id order; returns how many."""
+    cdef int32_t* lst = s.rd + s.rd_at[sig]
+    cdef int k, n = 0, keep = 0
+    for k in range(s.rd_n[sig]):
+        if s.depth[lst[k]] <= max_depth:
+            s.picked[n] = lst[k]
+            n += 1
+        else:
+            lst[keep] = lst[k]
+            keep += 1
+    return finish_take(s, sig, keep, n)
+
+
+cdef int sched_take_chosen(Sched* s, int32_t sig, const char* chosen) noexcept nogil:
+    """Move the ready nodes of signature sig whose flag in `chosen` (indexed by
+    position in the ready list) is set to `picked`."""
+    cdef int32_t* lst = s.rd + s.rd_at[sig]
+    cdef int k, n = 0, keep = 0
+    for k in range(s.rd_n[sig]):
+        if chosen[k]:
+            s.picked[n] = lst[k]
+            n += 1
+        else:
+            lst[keep] = lst[k]
+            keep += 1
+    return finish_take(s, sig, keep, n)
+
+
+cdef inline int finish_take(Sched* s, int32_t sig, int keep, int n) noexcept nogil:
+    s.rd_n[sig] = keep
+    if keep == 0:
+        deactivate(s, sig)
+    qsort(s.picked, n, sizeof(int32_t), cmp_int32)
+    return n
+
+
+cdef void sched_release(Sched* s, const NodeView* v, int n) noexcept nogil:
+    """The picked nodes are computed: their consumers may become ready."""
+    cdef int j
+    cdef int32_t p, c, k
+    for j in range(n):
+        p = s.loc[s.picked[j]]
+        for k in range(s.cons_at[p], s.cons_at[p + 1]):
+            c = s.cons[k]
+            s.indeg[c] -= 1
+            if s.indeg[c] == 0:
+                make_ready(s, v, c)
+
+
+cdef void sched_free(Sched* s) noexcept nogil:
+    free(s.mark); free(s.depth); free(s.height); free(s.indeg); free(s.loc)
+    free(s.needed); free(s.cons_at); free(s.cons)
+    free(s.rd_at); free(s.rd_n); free(s.avg_depth); free(s.avg_height); free(s.rd)
+    free(s.active); free(s.active_pos); free(s.picked)
+    memset(s, 0, sizeof(Sched))

@@ -1,0 +1,154 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Signature interning. A signature is derived from the op record (_kernels.pxd):
+op id, arity, the node's full shape, all words of its typed attributes, and per
+argument either its node id (arguments the record shares by identity: the weights of
+a product) or its full shape (stacked arguments; so which of them broadcast is part
+of it). Keys are compared in full; the hash only finds candidates."""
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+
+from autobatch._kernels cimport Node, OpDef, op_table, arg_is_shared
+from autobatch._memory cimport grow
+from autobatch._nodes cimport arg_id
+
+cdef const OpDef* OPS = op_table()
+
+# a key: op, nargs, the shape (3 words), the attributes (4 words), then 3 words per
+# argument (its shape, or -1 - its node id when shared by identity)
+cdef enum:
+    KEY_HEAD = 9
+    KEY_PER_ARG = 3
+
+
+cdef inline void shape_words(const Node* n, int64_t* out) noexcept nogil:
+    """A node's full shape in three words (each size is a positive int32)."""
+    out[0] = (<int64_t>n.d[0]) | ((<int64_t>n.d[1]) << 32)
+    out[1] = (<int64_t>n.d[2]) | ((<int64_t>n.d[3]) << 32)
+    out[2] = (<int64_t>n.nd) | ((<int64_t>n.bs) << 32)
+
+
+cdef int build_key(SigTable* t, const NodeView* v, int32_t i) except -1:
+    """The key of node i in t.keybuf; returns its length."""
+    cdef const Node* n = &v.nodes[i]
+    cdef const OpDef* od = &OPS[n.op]
+    cdef int64_t need = KEY_HEAD + KEY_PER_ARG * n.nargs
+    cdef int a, k
+    cdef int32_t arg
+    t.keybuf = <int64_t*>grow(t.keybuf, &t.cap_keybuf, need, sizeof(int64_t))
+    cdef int64_t* key = t.keybuf
+    key[0] = n.op
+    key[1] = n.nargs
+    shape_words(n, key + 2)
+    for k in range(4):
+        key[5 + k] = n.attr.words[k]
+    for a in range(n.nargs):
+        arg = arg_id(v, i, a)
+        if arg_is_shared(od, a):
+            key[KEY_HEAD + KEY_PER_ARG * a] = -1 - <int64_t>arg
+            key[KEY_HEAD + KEY_PER_ARG * a + 1] = 0
+            key[KEY_HEAD + KEY_PER_ARG * a + 2] = 0
+        else:
+            shape_words(&v.nodes[arg], key + KEY_HEAD + KEY_PER_ARG * a)
+    return <int>need
+
+
+cdef inline uint64_t mix(uint64_t h, uint64_t x) noexcept nogil:
+    h ^= x + <uint64_t>0x9E3779B97F4A7C15 + (h << 6) + (h >> 2)
+    return h * <uint64_t>0xBF58476D1CE4E5B9
+
+
+cdef inline bint same_key(const int64_t* a, const int64_t* b, int n) noexcept nogil:
+    cdef int k
+    for k in range(n):
+        if a[k] != b[k]:
+            return False
+    return True
+
+
+cdef int32_t sig_intern(SigTable* t, const NodeView* v, int32_t i) except -1:
+    """The signature id of node i: an existing one with an equal key, or a new one."""
+    cdef int klen = build_key(t, v, i)
+    cdef int64_t* key = t.keybuf
+    cdef uint64_t h = 1469598103934665603
+    cdef int k
+    for k in range(klen):
+        h = mix(h, <uint64_t>key[k])
+    if 2 * (t.n + 1) > t.table_size:
+        rehash(t)
+    cdef int64_t mask = t.table_size - 1
+    cdef int64_t slot = <int64_t>(h & <uint64_t>mask)
+    cdef int32_t s
+    while True:
+        s = t.table[slot]
+        if s < 0:
+            break
+        if t.hash[s] == h and t.key_len[s] == klen and same_key(t.keys + t.key_at[s], key, klen):
+            t.count[s] += 1
+            return s
+        slot = (slot + 1) & mask
+    if t.n >= 2147483000:
+        raise MemoryError("autobatch: too many signatures in one graph")
+    s = <int32_t>t.n
+    if s >= t.cap:
+        grow_columns(t, s + 1)
+    t.keys = <int64_t*>grow(t.keys, &t.cap_keys, t.n_keys + klen, sizeof(int64_t))
+    memcpy(t.keys + t.n_keys, key, klen * sizeof(int64_t))
+    t.key_at[s] = t.n_keys
+    t.key_len[s] = klen
+    t.hash[s] = h
+    t.count[s] = 1
+    t.first[s] = i
+    t.n_keys += klen
+    t.n = s + 1
+    t.table[slot] = s
+    return s
+
+
+cdef int grow_columns(SigTable* t, int64_t need) except -1:
+    """Room for `need` signatures in every per-signature array."""
+    cdef int64_t cap = t.cap
+    t.key_at = <int64_t*>grow(t.key_at, &cap, need, sizeof(int64_t))
+    cap = t.cap
+    t.key_len = <int32_t*>grow(t.key_len, &cap, need, sizeof(int32_t))
+    cap = t.cap
+    t.hash = <uint64_t*>grow(t.hash, &cap, need, sizeof(uint64_t))
+    cap = t.cap
+    t.count = <int32_t*>grow(t.count, &cap, need, sizeof(int32_t))
+    cap = t.cap
+    t.first = <int32_t*>grow(t.first, &cap, need, sizeof(int32_t))
+    t.cap = cap
+    return 0
+
+
+cdef int rehash(SigTable* t) except -1:
+    cdef int64_t size = 1024 if t.table_size == 0 else 2 * t.table_size
+    while 2 * (t.n + 1) > size:
+        size *= 2
+    cdef int32_t* table = <int32_t*>malloc(size * sizeof(int32_t))
+    if table == NULL:
+        raise MemoryError("autobatch: cannot grow the signature table")
+    memset(table, 0xff, size * sizeof(int32_t))
+    cdef int64_t s, slot
+    for s in range(t.n):
+        slot = <int64_t>(t.hash[s] & <uint64_t>(size - 1))
+        while table[slot] >= 0:
+            slot = (slot + 1) & (size - 1)
+        table[slot] = <int32_t>s
+    free(t.table)
+    t.table = table
+    t.table_size = size
+    return 0
+
+
+cdef void sig_reset(SigTable* t) noexcept nogil:
+    """Forget every signature (a new graph); keep the memory."""
+    t.n = 0
+    t.n_keys = 0
+    if t.table != NULL:
+        memset(t.table, 0xff, t.table_size * sizeof(int32_t))
+
+
+cdef void sig_free(SigTable* t) noexcept nogil:
+    free(t.keybuf); free(t.keys); free(t.key_at); free(t.key_len); free(t.hash)
+    free(t.count); free(t.first); free(t.table)
+    memset(t, 0, sizeof(SigTable))

@@ -1,0 +1,11 @@
+# Statistics and debug views of a graph: what ran, in which batches, and why nodes
+# ran alone.
+from autobatch._executor cimport BatchLog
+from autobatch._nodes cimport NodeView
+from autobatch._signatures cimport SigTable
+
+cdef dict batch_stats(const NodeView* v, const BatchLog* log, const SigTable* sigs,
+                      bint unbatched_strategy)
+cdef list batch_list(const NodeView* v, const BatchLog* log)
+cdef print_batch_list(const NodeView* v, const BatchLog* log, object file)
+cdef tuple lower_bound(const NodeView* v, const SigTable* sigs)

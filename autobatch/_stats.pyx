@@ -1,0 +1,106 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Statistics and debug views of a graph (the graph's stats(), batches(),
+print_batches() and batch_lower_bound() call these)."""
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, malloc
+
+from autobatch._kernels cimport Node, OpDef, op_table
+from autobatch._nodes cimport arg_id
+
+cdef const OpDef* OPS = op_table()
+
+
+cdef inline str op_name(const NodeView* v, int32_t i):
+    return OPS[v.nodes[i].op].name.decode()
+
+
+cdef inline tuple dims_of(const Node* n):
+    return tuple(n.d[a] for a in range(n.nd))
+
+
+cdef dict batch_stats(const NodeView* v, const BatchLog* log, const SigTable* sigs,
+                      bint unbatched_strategy):
+    """Nodes, batches, the batch-size histogram per op, and the nodes that ran alone
+    and why."""
+    hist = {}
+    unbatched = {}
+    cdef int64_t bi, nodes_run = 0
+    cdef int32_t first, n, s
+    for bi in range(log.n):
+        first = log.ids[log.at[bi]]
+        n = log.count[bi]
+        nodes_run += n
+        name = op_name(v, first)
+        h = hist.setdefault(name, {})
+        h[n] = h.get(n, 0) + 1
+        if n == 1:
+            s = v.nodes[first].sig
+            if sigs.count[s] == 1:
+                why = "no other node has its signature"
+            elif unbatched_strategy:
+                why = "strategy 'none' runs every node alone"
+            else:
+                why = "no other node with its signature was ready"
+            u = unbatched.setdefault(name, {})
+            u[why] = u.get(why, 0) + 1
+    return {
+        "nodes": int(v.n),
+        "nodes_run": int(nodes_run),
+        "batches": int(log.n),
+        "signatures": int(sigs.n),
+        "batch_sizes": hist,
+        "unbatched": unbatched,
+        "unbatched_nodes": sum(sum(c.values()) for c in unbatched.values()),
+    }
+
+
+cdef list batch_list(const NodeView* v, const BatchLog* log):
+    """The batches in execution order: (op name, [node ids])."""
+    out = []
+    cdef int64_t bi, j
+    for bi in range(log.n):
+        ids = [log.ids[log.at[bi] + j] for j in range(log.count[bi])]
+        out.append((op_name(v, ids[0]), ids))
+    return out
+
+
+cdef print_batch_list(const NodeView* v, const BatchLog* log, object file):
+    cdef int64_t bi, j
+    cdef int32_t first, n
+    for bi in range(log.n):
+        first = log.ids[log.at[bi]]
+        n = log.count[bi]
+        ids = [log.ids[log.at[bi] + j] for j in range(min(n, 8))]
+        more = "" if n <= 8 else f" ... (+{n - 8})"
+        print(f"#{bi:<5d} {op_name(v, first):<22s} x{n:<4d} sig={v.nodes[first].sig:<5d} "
+              f"shape={dims_of(&v.nodes[first])}x{v.nodes[first].bs} nodes={ids}{more}", file=file)
+
+
+cdef tuple lower_bound(const NodeView* v, const SigTable* sigs):
+    """For each signature, the most nodes of that signature on one dependency path
+    (they can never share a batch); their sum bounds any strategy's batch count.
+    Returns (total, {signature: bound})."""
+    cdef int64_t i
+    cdef int32_t s, best, length
+    cdef int a
+    cdef int32_t* longest = <int32_t*>malloc((v.n + 1) * sizeof(int32_t))
+    if longest == NULL:
+        raise MemoryError()
+    bounds = {}
+    try:
+        for s in range(sigs.n):
+            best = 0
+            for i in range(v.n):             # ids are a topological order
+                length = 0
+                for a in range(v.nodes[i].nargs):
+                    if longest[arg_id(v, <int32_t>i, a)] > length:
+                        length = longest[arg_id(v, <int32_t>i, a)]
+                if v.nodes[i].sig == s:
+                    length += 1
+                longest[i] = length
+                if length > best:
+                    best = length
+            bounds[s] = best
+    finally:
+        free(longest)
+    return sum(bounds.values()), bounds

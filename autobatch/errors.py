@@ -1,0 +1,11 @@
+"""The exceptions of autobatch that are its own (everything else is a built-in
+exception: TypeError, IndexError, MemoryError ...)."""
+
+
+class DimensionError(ValueError):
+    """Arguments of an op have shapes that do not fit together, or a shape is out of
+    range."""
+
+
+class StaleExpressionError(RuntimeError):
+    """An Expression from a computation graph that has been renewed."""
