@@ -1,0 +1,92 @@
+"""The engine's model of a node: full shapes in signatures, checked sizes, one
+out-of-memory policy, graphs that refuse expressions they do not own."""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import autobatch as dy
+
+STRATEGIES = ["none", "depth", "agenda", "critical"]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_huge_vector_never_batches_with_a_small_one(strategy):
+    # (2097162,) and (10,) once had the same packed 21-bit shape code: one batch,
+    # wrong numbers under every batching strategy
+    big = np.full(2097162, 0.5, dtype=np.float32)
+    small = np.arange(10, dtype=np.float32) / 10
+    dy.renew_cg(strategy=strategy)
+    a, b = dy.tanh(dy.inputTensor(big)), dy.tanh(dy.inputTensor(small))
+    assert dy.cg().node_info(a.vindex)[3] != dy.cg().node_info(b.vindex)[3]
+    np.testing.assert_allclose(b.npvalue(), np.tanh(small), rtol=1e-6)
+    np.testing.assert_allclose(a.npvalue()[:5], np.tanh(0.5), rtol=1e-6)
+
+
+def test_shapes_are_checked_when_a_node_is_created():
+    dy.renew_cg()
+    with pytest.raises(TypeError, match="ints"):
+        dy.zeros((2.0, 3))
+    with pytest.raises(dy.DimensionError, match="positive"):
+        dy.zeros((2, -3))
+    with pytest.raises(dy.DimensionError, match="1 to 4 dimensions"):
+        dy.zeros((1, 2, 3, 4, 5))
+    with pytest.raises(dy.DimensionError, match="2\\^31"):
+        dy.zeros((2**31, 1))
+    with pytest.raises(dy.DimensionError, match="2\\^31"):
+        dy.zeros((65536, 65537))
+    with pytest.raises(dy.DimensionError, match="2\\^31"):
+        dy.reshape(dy.zeros(4), (2**40, 2**40), batch_size=2**40)
+    assert dy.zeros((2, 3, 4, 5)).dim() == ((2, 3, 4, 5), 1)
+
+
+def test_reshape_regroups_the_batch():
+    # DyNet's masking idiom: a (n,) mask becomes a batch of n scalars
+    pc = dy.ParameterCollection()
+    p = pc.add_parameters((3, 2))
+    p.set_value(np.arange(6, dtype=np.float32).reshape(3, 2))
+    dy.renew_cg()
+    x = dy.reshape(p.expr(), (3,), batch_size=2)
+    assert x.dim() == ((3,), 2)
+    # column-major: batch element k is column k of the matrix
+    np.testing.assert_array_equal(x.npvalue(), p.as_array())
+    mask = dy.reshape(dy.inputTensor([1.0, 0.0]), (1,), batch_size=2)
+    loss = dy.sum_batches(dy.sum_elems(dy.cmult(x, mask)))
+    assert loss.value() == 0 + 2 + 4
+    loss.backward()
+    np.testing.assert_array_equal(p.grad_as_array(), [[1, 0], [1, 0], [1, 0]])
+    with pytest.raises(dy.DimensionError, match="cannot reshape"):
+        dy.reshape(x, (4,), batch_size=2)
+
+
+def test_a_graph_refuses_expressions_it_does_not_own():
+    dy.renew_cg()
+    e = dy.inputTensor([1.0, 2.0])
+    other = dy.ComputationGraph(None)
+    with pytest.raises(dy.StaleExpressionError):
+        other.forward(e)
+    with pytest.raises(dy.StaleExpressionError):
+        other.backward(e)
+    assert e.value() == [1.0, 2.0]
+
+
+def test_out_of_memory_is_a_memory_error_and_the_graph_stays_usable():
+    # a child process with a 2 GB address space: the batch that needs 1.6 GB more
+    # than is left fails with MemoryError, not abort()
+    code = textwrap.dedent("""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
+        import autobatch as dy
+        dy.renew_cg()
+        small = dy.tanh(dy.inputTensor([0.0, 1.0]))
+        try:
+            dy.tanh(dy.zeros((20000, 20000)) + 1).value()
+        except MemoryError:
+            print("MemoryError")
+        print(small.value()[0], dy.sum_elems(dy.ones(3) * 2).value())
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["MemoryError", "0.0", "6.0"]
