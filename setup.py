@@ -2,7 +2,7 @@
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-MOD_NAMES = ["autobatch._kernels", "autobatch._core"]
+MOD_NAMES = ["autobatch._kernels", "autobatch._core", "autobatch._kernels_conv"]
 
 extensions = [
     # -fno-trapping-math: nothing here enables floating-point traps, and without it
