@@ -5,6 +5,7 @@ from setuptools import Extension, setup
 # the engine, one job per module; a module comes after those it cimports
 MOD_NAMES = [
     "autobatch._memory",        # arenas and growth; MemoryError on exhaustion
+    "autobatch._kernels_conv",  # batched convolution and max-pooling kernels (raw float*)
     "autobatch._kernels",       # the op table and the batched kernels
     "autobatch._signatures",    # interning signatures derived from the op records
     "autobatch._scheduler",     # the ready frontier
