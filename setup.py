@@ -6,6 +6,7 @@ from setuptools import Extension, setup
 MOD_NAMES = [
     "autobatch._memory",        # arenas and growth; MemoryError on exhaustion
     "autobatch._kernels_conv",  # batched convolution and max-pooling kernels (raw float*)
+    "autobatch._conv_nodes",    # ... over the images of every node of a batch
     "autobatch._kernels",       # the op table and the batched kernels
     "autobatch._signatures",    # interning signatures derived from the op records
     "autobatch._scheduler",     # the ready frontier

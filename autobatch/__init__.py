@@ -27,6 +27,7 @@ from autobatch._core import (
     pick, pick_batch, pick_range, pick_batch_elem, pick_batch_elems,
     concatenate, concatenate_cols, concatenate_to_batch, transpose, reshape,
     lstm_gates, lstm_cell, lstm_hidden, vanilla_lstm_gates, vanilla_lstm_c, vanilla_lstm_h,
+    conv2d, conv2d_bias, maxpooling2d,
 )
 from autobatch.initializers import (
     GlorotInitializer, NormalInitializer, UniformInitializer, ConstInitializer,

@@ -12,6 +12,8 @@ from libc.string cimport memcpy, memset
 
 from autobatch._kernels cimport *
 from autobatch._graph cimport ComputationGraph
+from autobatch._kernels_conv cimport (ConvGeom, conv_geom, pool_geom, GEOM_OK, GEOM_BAD_ARG,
+                                      GEOM_FILTER_TOO_BIG)
 
 import operator
 
@@ -26,3 +28,4 @@ OP_NAMES = [OPS[i].name.decode() for i in range(<int>N_OPS)]
 include "_expression.pxi"
 include "_parameters.pxi"
 include "_ops.pxi"
+include "_ops_conv.pxi"

@@ -31,7 +31,8 @@ cdef int run_batch(BatchLog* log, Batch* ctx, int32_t* ids, int n, bint check_va
     ctx.defer = NULL
     with nogil:
         OPS[n0.op].fwd(ctx)
-    arena_check(ctx.arena)          # a kernel ran out of scratch: the batch did not run
+    arena_check(ctx.arena)          # a kernel ran out of memory: the batch did not run
+    arena_check(ctx.scratch)
     log.at[log.n] = at              # only a batch that ran is recorded
     log.count[log.n] = n
     log.n_ids = at + n

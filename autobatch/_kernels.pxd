@@ -31,6 +31,8 @@ cdef enum OpId:
     OP_LSTM_GATES, OP_LSTM_CELL, OP_LSTM_HIDDEN
     # structure
     OP_PICK, OP_PICK_RANGE, OP_PICK_BATCH_ELEMS, OP_TRANSPOSE, OP_RESHAPE
+    # images (H, W, C): convolution (filter and bias shared), max pooling
+    OP_CONV2D, OP_MAXPOOL2D
     N_OPS
 
 # node flags
@@ -68,11 +70,22 @@ ctypedef struct GatesAttr:        # lstm_gates: blocks of `hidden`, forget block
     int32_t hidden
     float forget_bias
 
+ctypedef struct ConvAttr:         # conv2d (with or without bias)
+    int32_t stride[2]             # (rows, columns)
+    int32_t is_valid              # VALID (no padding) or SAME
+
+ctypedef struct PoolAttr:         # maxpooling2d
+    int32_t ksize[2]
+    int32_t stride[2]
+    int32_t is_valid
+
 ctypedef union Attrs:
     ScalarAttr scalar
     AxisAttr axis
     MarginAttr hinge
     GatesAttr gates
+    ConvAttr conv
+    PoolAttr pool
     int64_t words[4]              # the signature's view of the union
 
 ctypedef struct Node:
@@ -174,5 +187,20 @@ cdef inline bint arg_is_shared(const OpDef* op, int a) noexcept nogil:
     return (a - op.shared_arg) % op.shared_step == 0
 
 cdef const OpDef* op_table() noexcept nogil
-cdef bint batch_arg_needs_grad(Batch* b, int a) noexcept nogil
+
+# node j of a batch, and its argument a
+cdef inline Node* NODE(Batch* b, int j) noexcept nogil:
+    return &b.nodes[b.ids[j]]
+
+cdef inline Node* ARG(Batch* b, int j, int a) noexcept nogil:
+    return &b.nodes[b.args[b.nodes[b.ids[j]].args_at + a]]
+
+cdef inline bint batch_arg_needs_grad(Batch* b, int a) noexcept nogil:
+    """Whether argument a of any node of the batch wants a gradient."""
+    cdef int j
+    for j in range(b.n):
+        if ARG(b, j, a).flags & F_NEEDS_GRAD:
+            return True
+    return False
+
 cdef void flush_weight_grads(WeightGrads* d, Arena* scratch) noexcept nogil

@@ -12,6 +12,9 @@ from libc.string cimport memcpy, memset
 from libc.stdio cimport fprintf, stderr
 from scipy.linalg.cython_blas cimport sgemm, sgemv, sger
 
+from autobatch._conv_nodes cimport (conv2d_batch_fwd, conv2d_batch_bwd, maxpool2d_batch_fwd,
+                                    maxpool2d_batch_bwd)
+
 # ------------------------------------------------------------------ rng ----
 
 cdef inline uint64_t _rotl(uint64_t x, int k) noexcept nogil:
@@ -47,19 +50,6 @@ cdef double rng_normal(Rng* r) noexcept nogil:
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2)
 
 # ------------------------------------------------------------- helpers ----
-
-cdef inline Node* NODE(Batch* b, int j) noexcept nogil:
-    return &b.nodes[b.ids[j]]
-
-cdef inline Node* ARG(Batch* b, int j, int a) noexcept nogil:
-    return &b.nodes[b.args[b.nodes[b.ids[j]].args_at + a]]
-
-cdef bint batch_arg_needs_grad(Batch* b, int a) noexcept nogil:
-    cdef int j
-    for j in range(b.n):
-        if ARG(b, j, a).flags & F_NEEDS_GRAD:
-            return True
-    return False
 
 cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,
                       float* A, int lda, float* B, int ldb, float beta,
@@ -1235,6 +1225,11 @@ defop(OP_PICK_RANGE, b"pick_range", 1, pick_range_fwd, pick_range_bwd, b"dim: in
 defop(OP_PICK_BATCH_ELEMS, b"pick_batch_elems", 1, pick_batch_fwd, pick_batch_bwd)
 defop(OP_TRANSPOSE, b"transpose", 1, transpose_fwd, transpose_bwd)
 defunary(OP_RESHAPE, b"reshape", b"", b"identity")
+
+defop(OP_CONV2D, b"conv2d", -1, conv2d_batch_fwd, conv2d_batch_bwd,
+      b"stride: (int, int), is_valid: bool", 1, 1)  # filter and bias shared
+defop(OP_MAXPOOL2D, b"maxpooling2d", 1, maxpool2d_batch_fwd, maxpool2d_batch_bwd,
+      b"ksize: (int, int), stride: (int, int), is_valid: bool")
 
 for _op in range(<int>N_OPS):
     if OPS[_op].name == NULL:

@@ -611,3 +611,109 @@ def _lstm_hidden_variant(name, h, nb, bs):
 _lstm_hidden_variant("lstm", 3, 4, 1)
 _lstm_hidden_variant("leaf", 2, 3, 1)
 _lstm_hidden_variant("batched", 2, 4, 2)
+
+
+# --------------------------------------------------------- images ----
+# Images (H, W, C) and filters (KH, KW, C_in, C_out) are 2-d parameters reshaped; the
+# filter and bias are shared by every instance (one node per graph, as a parameter).
+
+def _ref_conv(x, f, b, stride, valid):
+    """DyNet's conv2d: cross-correlation; SAME pads total max(0, (O-1)s + K - H), the
+    top/left getting half (rounded down)."""
+    H, W, C = x.shape
+    KH, KW, _, CO = f.shape
+    if valid:
+        OH, OW, pt, pl = -(-(H - KH + 1) // stride[0]), -(-(W - KW + 1) // stride[1]), 0, 0
+    else:
+        OH, OW = -(-H // stride[0]), -(-W // stride[1])
+        pt = max(0, (OH - 1) * stride[0] + KH - H) // 2
+        pl = max(0, (OW - 1) * stride[1] + KW - W) // 2
+    xp = np.zeros((pt + (OH - 1) * stride[0] + KH + H, pl + (OW - 1) * stride[1] + KW + W, C))
+    xp[pt:pt + H, pl:pl + W] = x
+    y = np.zeros((OH, OW, CO))
+    for i in range(OH):
+        for j in range(OW):
+            win = xp[i * stride[0]:i * stride[0] + KH, j * stride[1]:j * stride[1] + KW]
+            y[i, j] = np.einsum("hwc,hwco->o", win, f)
+    return y if b is None else y + b
+
+
+def _ref_pool(x, ksize, stride, valid):
+    H, W, C = x.shape
+    KH, KW = ksize
+    if valid:
+        OH, OW, pt, pl = -(-(H - KH + 1) // stride[0]), -(-(W - KW + 1) // stride[1]), 0, 0
+    else:
+        OH, OW = -(-H // stride[0]), -(-W // stride[1])
+        pt = max(0, (OH - 1) * stride[0] + KH - H) // 2
+        pl = max(0, (OW - 1) * stride[1] + KW - W) // 2
+    xp = np.full((pt + (OH - 1) * stride[0] + KH + H, pl + (OW - 1) * stride[1] + KW + W, C),
+                 -np.finfo(np.float32).max)
+    xp[pt:pt + H, pl:pl + W] = x
+    y = np.zeros((OH, OW, C))
+    for i in range(OH):
+        for j in range(OW):
+            y[i, j] = xp[i * stride[0]:i * stride[0] + KH, j * stride[1]:j * stride[1] + KW].max(axis=(0, 1))
+    return y
+
+
+def _image(c, shape, bs=1, distinct=False, key=None):
+    """(expression fn, value fn) of an N-d argument made from a 2-d parameter; the
+    value is (*shape) or (*shape, bs) like npvalue()."""
+    flat = (shape[0], int(np.prod(shape[1:])))
+    a = c.distinct(flat, bs=bs) if distinct else c.arg(flat, bs=bs, key=key)
+    cache = c.shared.setdefault(("reshaped", key), {}) if key is not None else {}
+
+    def expr():
+        if key is not None and cache.get("version") == dy.cg_version():
+            return cache["expr"]
+        e = dy.reshape(a.expr(), shape)
+        cache.update(version=dy.cg_version(), expr=e)
+        return e
+
+    def value():
+        v = a.value()
+        return np.stack([v[:, :, k].reshape(shape, order="F") for k in range(bs)], axis=-1)
+    return expr, value
+
+
+def _conv_variant(name, H, W, C, KH, KW, CO, stride, valid, bias=False, bs=1):
+    def fn(c):
+        x, xv = _image(c, (H, W, C), bs=bs)
+        f, fv = _image(c, (KH, KW, C, CO), key=f"conv-{name}-f")
+        b = c.arg((CO,), key=f"conv-{name}-b") if bias else None
+
+        def build():
+            if bias:
+                return dy.conv2d_bias(x(), f(), b.expr(), stride, is_valid=valid)
+            return dy.conv2d(x(), f(), stride, is_valid=valid)
+
+        def ref():
+            bv = b.value()[:, 0, 0] if bias else None
+            out = np.stack([_ref_conv(xv()[..., k], fv()[..., 0], bv, stride, valid)
+                            for k in range(bs)], axis=-1)
+            return out[..., 0] if bs == 1 else out
+        return build, ref
+    variant("conv2d", name)(fn)
+
+
+_conv_variant("valid", 5, 4, 2, 2, 3, 3, (1, 1), True)
+_conv_variant("same-stride2", 5, 6, 1, 3, 3, 2, (2, 2), False)
+_conv_variant("bias-same", 4, 4, 3, 3, 2, 2, (1, 2), False, bias=True)
+_conv_variant("1x1-batched", 3, 3, 2, 1, 1, 2, (1, 1), True, bs=2)
+
+
+def _pool_variant(name, H, W, C, ksize, stride, valid, bs=1):
+    def fn(c):
+        x, xv = _image(c, (H, W, C), bs=bs, distinct=True)
+
+        def ref():
+            out = np.stack([_ref_pool(xv()[..., k], ksize, stride, valid) for k in range(bs)], axis=-1)
+            return out[..., 0] if bs == 1 else out
+        return (lambda: dy.maxpooling2d(x(), ksize, stride, is_valid=valid)), ref
+    variant("maxpooling2d", name)(fn)
+
+
+_pool_variant("valid", 4, 5, 2, (2, 2), (2, 2), True)
+_pool_variant("same-overlap", 5, 5, 1, (3, 3), (2, 2), False)
+_pool_variant("batched", 4, 4, 2, (2, 1), (2, 1), True, bs=2)

@@ -37,7 +37,7 @@ BATCHING = ["depth", "agenda", "critical", LargestFirst.name]      # must batch 
 DEPTHS = [0, 1, 2, 1, 0]
 # ops whose batched kernel is the per-node loop run over more nodes: bit-equal results;
 # gemm-based ops may sum in another order when more columns are stacked
-GEMM_OPS = {"matmul", "affine_transform"}
+GEMM_OPS = {"matmul", "affine_transform", "conv2d"}
 DETERMINISTIC = [v for v in all_variants() if not v.random]
 
 
