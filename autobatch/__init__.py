@@ -17,7 +17,7 @@ from autobatch._core import (
     tanh, logistic, rectify, elu, selu, exp, log, sqrt, square, abs, pow,
     cube, softsign, log_sigmoid, sin, cos, erf,
     nobackprop, scale_gradient, dropout, noise,
-    cmult, cdiv, dot_product, affine_transform, esum, average, logsumexp,
+    cmult, cdiv, colwise_add, dot_product, affine_transform, esum, average, logsumexp,
     sum_elems, mean_elems, squared_norm, squared_distance, l2_norm, binary_log_loss,
     sum_batches, max_dim, softmax, log_softmax,
     pickneglogsoftmax, pickneglogsoftmax_batch, hinge, hinge_batch,

@@ -362,24 +362,37 @@ cdef inline Expression _unary(int op, Expression x, float value):
     return _wrap(_cg.add_node(op, 1, &x.idx, _like(n, n.bs), 0, &at))
 
 
+cdef Shape _broadcast_shape(str name, Node* a, Node* b, bint divisor_only) except *:
+    """DyNet's broadcasting of an elementwise op of a and b: along every dimension (the
+    ones past a value's rank are 1) and the batch, sizes are equal or one of them is 1
+    and repeats; the rank is the larger one. divisor_only (cdiv): only b may repeat."""
+    cdef int64_t d[4]
+    cdef int k
+    for k in range(MAX_DIMS):
+        if a.d[k] == b.d[k] or b.d[k] == 1:
+            d[k] = a.d[k]
+        elif a.d[k] == 1 and not divisor_only:
+            d[k] = b.d[k]
+        else:
+            raise DimensionError(
+                f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not broadcast (along each "
+                + ("dimension the divisor's size must be the dividend's or 1)" if divisor_only
+                   else "dimension the sizes must be equal or one of them 1)"))
+    if divisor_only and not (b.bs == a.bs or b.bs == 1):
+        raise DimensionError(f"{name}: batch sizes {a.bs} and {b.bs} do not broadcast (the "
+                             f"divisor's must be the dividend's or 1)")
+    return _checked_shape(name, max(a.nd, b.nd), d, _bs2(name, a, b))
+
+
 cdef Expression _binary(int op, Expression x, Expression y):
-    """Elementwise op with broadcasting of a single element or a single batch element."""
+    """An elementwise op of two arguments, broadcast as DyNet does."""
     cdef Node* a = _check(x)
     cdef Node* b = _check(y)
+    cdef Shape shape = _broadcast_shape(OP_NAMES[op], a, b, op == OP_CDIV)
     cdef int32_t argv[2]
-    cdef Node* shape = a
-    name = OP_NAMES[op]
-    if not _same_dims(a, b):
-        if elems(b) == 1:
-            shape = a
-        elif elems(a) == 1:
-            shape = b
-        else:
-            raise DimensionError(f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not match")
-    cdef int bs = _bs2(name, a, b)
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(op, 2, argv, _like(shape, bs)))
+    return _wrap(_cg.add_node(op, 2, argv, shape))
 
 
 cdef Expression _matmul(Expression x, Expression y):

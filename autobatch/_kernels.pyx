@@ -206,57 +206,113 @@ cdef void unary_bwd(Batch* b) noexcept nogil:
     for j in range(b.n):
         f(ARG(b, j, 0).grad, ARG(b, j, 0).val, NODE(b, j).val, NODE(b, j).grad, n0.size, n0.attr.scalar.value)
 
-ctypedef struct Strides:
-    int m, bs                 # output elements per batch element, batch size
-    int xi, xb, yi, yb        # argument strides over elements and over the batch
+# Binary elementwise ops broadcast as DyNet does: along every dimension (the batch
+# included) an argument has the output's size or 1. The loops over the output are planned
+# once per batch (every node of a batch has the same shapes): unit dimensions are dropped
+# and neighbours merged while every operand stays contiguous across them, so without
+# broadcasting the whole value is one run, one call of the _elementwise.h loop per node.
 
-cdef inline Strides binary_strides(Batch* b) noexcept nogil:
-    # an argument with one element is repeated over the elements, one with one batch
-    # element over the batch
-    cdef Strides s
-    cdef Node* z = NODE(b, 0)
-    cdef Node* x = ARG(b, 0, 0)
-    cdef Node* y = ARG(b, 0, 1)
-    s.m = elems(z)
-    s.bs = z.bs
-    s.xi = 0 if elems(x) == 1 else 1
-    s.xb = 0 if x.bs == 1 else elems(x)
-    s.yi = 0 if elems(y) == 1 else 1
-    s.yb = 0 if y.bs == 1 else elems(y)
-    if s.xi == 1 and s.yi == 1 and s.xb == s.m and s.yb == s.m:
-        s.m *= s.bs           # no broadcasting: the batch is one run of elements
-        s.bs = 1
-    return s
+ctypedef struct Plan:
+    int n                     # loops; loop 0 is the innermost, one run of the elementwise loop
+    int size[5]               # iterations of each loop
+    int sz[5]                 # element strides of the output ...
+    int sx[5]                 # ... and of the two arguments (0: broadcast)
+    int sy[5]
+
+ctypedef struct Cursor:       # position in the outer loops and the offsets of the current run
+    int i[5]
+    int z, x, y
+
+cdef inline int dim_or_batch(const Node* n, int a) noexcept nogil:
+    return n.d[a] if a < MAX_DIMS else n.bs
+
+cdef Plan binary_plan(const Node* z, const Node* x, const Node* y) noexcept nogil:
+    cdef Plan p
+    cdef int a, k, size, wx, wy, tz = 1, tx = 1, ty = 1
+    p.n = 0
+    for a in range(MAX_DIMS + 1):
+        size = dim_or_batch(z, a)
+        if size > 1:
+            wx = tx if dim_or_batch(x, a) > 1 else 0
+            wy = ty if dim_or_batch(y, a) > 1 else 0
+            k = p.n - 1
+            if k >= 0 and tz == p.sz[k] * p.size[k] and wx == p.sx[k] * p.size[k] \
+                    and wy == p.sy[k] * p.size[k]:
+                p.size[k] *= size
+            else:
+                p.size[p.n] = size
+                p.sz[p.n] = tz
+                p.sx[p.n] = wx
+                p.sy[p.n] = wy
+                p.n += 1
+        tz *= size
+        tx *= dim_or_batch(x, a)
+        ty *= dim_or_batch(y, a)
+    if p.n == 0:              # a single element
+        p.n = 1
+        p.size[0] = p.sz[0] = p.sx[0] = p.sy[0] = 1
+    return p
+
+cdef inline bint next_run(const Plan* p, Cursor* c) noexcept nogil:
+    """Step the outer loops (1 .. n-1) to the next run; False after the last one."""
+    cdef int a
+    for a in range(1, p.n):
+        c.i[a] += 1
+        c.z += p.sz[a]
+        c.x += p.sx[a]
+        c.y += p.sy[a]
+        if c.i[a] < p.size[a]:
+            return True
+        c.i[a] = 0
+        c.z -= p.sz[a] * p.size[a]
+        c.x -= p.sx[a] * p.size[a]
+        c.y -= p.sy[a] * p.size[a]
+    return False
 
 cdef void binary_fwd(Batch* b) noexcept nogil:
     cdef ab_binary_fwd f = OPS[NODE(b, 0).op].bfwd
-    cdef Strides s = binary_strides(b)
-    cdef int j, k
+    cdef Plan p = binary_plan(NODE(b, 0), ARG(b, 0, 0), ARG(b, 0, 1))
+    cdef Cursor c
+    cdef float* z
+    cdef float* x
+    cdef float* y
+    cdef int j
     for j in range(b.n):
-        for k in range(s.bs):
-            f(NODE(b, j).val + k * s.m, ARG(b, j, 0).val + k * s.xb, s.xi,
-              ARG(b, j, 1).val + k * s.yb, s.yi, s.m)
+        z = NODE(b, j).val
+        x = ARG(b, j, 0).val
+        y = ARG(b, j, 1).val
+        memset(&c, 0, sizeof(Cursor))
+        while True:
+            f(z + c.z, x + c.x, p.sx[0], y + c.y, p.sy[0], p.size[0])
+            if not next_run(&p, &c):
+                break
 
 cdef void binary_bwd(Batch* b) noexcept nogil:
+    # a broadcast argument's gradient sums over the positions it was repeated at
     cdef int op = NODE(b, 0).op
-    cdef Strides s = binary_strides(b)
-    cdef bint want_x = batch_arg_needs_grad(b, 0)
-    cdef bint want_y = batch_arg_needs_grad(b, 1)
-    cdef int j, k
+    cdef Plan p = binary_plan(NODE(b, 0), ARG(b, 0, 0), ARG(b, 0, 1))
+    cdef Cursor c
     cdef Node* x
     cdef Node* y
     cdef Node* z
+    cdef bint want_x, want_y
+    cdef int j
     for j in range(b.n):
         x = ARG(b, j, 0)
         y = ARG(b, j, 1)
         z = NODE(b, j)
-        for k in range(s.bs):
+        want_x = (x.flags & F_NEEDS_GRAD) != 0
+        want_y = (y.flags & F_NEEDS_GRAD) != 0
+        memset(&c, 0, sizeof(Cursor))
+        while True:
             if want_x:
-                OPS[op].bbwd_x(x.grad + k * s.xb, s.xi, x.val + k * s.xb, s.xi, y.val + k * s.yb,
-                               s.yi, z.val + k * s.m, z.grad + k * s.m, s.m)
+                OPS[op].bbwd_x(x.grad + c.x, p.sx[0], x.val + c.x, p.sx[0], y.val + c.y, p.sy[0],
+                               z.val + c.z, z.grad + c.z, p.size[0])
             if want_y:
-                OPS[op].bbwd_y(y.grad + k * s.yb, s.yi, x.val + k * s.xb, s.xi, y.val + k * s.yb,
-                               s.yi, z.val + k * s.m, z.grad + k * s.m, s.m)
+                OPS[op].bbwd_y(y.grad + c.y, p.sy[0], x.val + c.x, p.sx[0], y.val + c.y, p.sy[0],
+                               z.val + c.z, z.grad + c.z, p.size[0])
+            if not next_run(&p, &c):
+                break
 
 cdef void no_bwd(Batch* b) noexcept nogil:
     pass

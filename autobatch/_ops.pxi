@@ -192,6 +192,17 @@ def cmult(x, y): return _binary(OP_CMULT, _as_expr(x), _as_expr(y))
 def cdiv(x, y): return _binary(OP_CDIV, _as_expr(x), _as_expr(y))
 
 
+def colwise_add(x, bias):
+    """x + bias with the column vector bias added to every column of the matrix x."""
+    cdef Expression ex = _as_expr(x), eb = _as_expr(bias)
+    cdef Node* a = _check(ex)
+    cdef Node* b = _check(eb)
+    if a.nd != 2 or b.nd > 2 or b.d[0] != a.d[0] or b.d[1] != 1:
+        raise DimensionError(f"colwise_add: x of shape {_dimstr(a)} must be a matrix and bias "
+                             f"of shape {_dimstr(b)} a column of as many rows")
+    return _binary(OP_ADD, ex, eb)
+
+
 def pow(x, y):
     """Elementwise x ** y; y may be a one-element expression (or a number)."""
     if _is_number(y):

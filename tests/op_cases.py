@@ -250,7 +250,31 @@ BINARY_SHAPES = {
     "3d": (((2, 3, 2), 1), ((2, 3, 2), 1)),
     "4d_batched": (((2, 2, 1, 2), 2), ((2, 2, 1, 2), 2)),
     "bcast_elem_y_3d": (((2, 3, 2), 2), ((1,), 1)),
+    # DyNet's broadcasting along any dimension: sizes equal or 1, ranks may differ
+    "bcast_rows_y": (((3, 2), 1), ((1, 2), 1)),
+    "bcast_cols_y": (((3, 2), 1), ((3,), 1)),
+    "bcast_col_vector_y": (((3, 2), 1), ((3, 1), 1)),
+    "bcast_cols_x": (((3,), 1), ((3, 2), 1)),
+    "bcast_outer": (((3, 1), 1), ((1, 2), 1)),
+    "bcast_3d_middle_y": (((2, 3, 2), 1), ((2, 1, 2), 1)),
+    "bcast_3d_rank_y": (((2, 3, 2), 1), ((2, 3), 1)),
+    "bcast_3d_first_last_y": (((2, 3, 2), 1), ((1, 3, 1), 1)),
+    "bcast_batch_and_rows_y": (((3, 2), 2), ((1, 2), 1)),
+    "bcast_4d_dims_y_batch_x": (((2, 3, 2, 2), 1), ((1, 3, 1, 2), 2)),
+    "bcast_4d_both": (((2, 1, 2, 2), 2), ((1, 3, 1, 2), 2)),
+    "bcast_4d_y_all_but_last": (((2, 2, 2, 3), 2), ((1, 1, 1, 3), 1)),
+    # longer than a vector register: broadcast gradients must sum every lane
+    "large_elem_y": (((37, 3), 1), ((1,), 1)),
+    "large_rows_y": (((37, 3), 1), ((1, 3), 1)),
+    "large_cols_y": (((37, 3), 2), ((37,), 1)),
 }
+
+
+def _left_repeats(xs, ys):
+    """Whether x would be repeated (broadcast) to y's shape somewhere."""
+    pad = MAX_DIMS - len(xs[0]), MAX_DIMS - len(ys[0])
+    x, y = tuple(xs[0]) + (1,) * pad[0] + (xs[1],), tuple(ys[0]) + (1,) * pad[1] + (ys[1],)
+    return any(a < b for a, b in zip(x, y))
 
 
 def _binary_case(f, ref, xs, ys, xkw, ykw, nd=None):
@@ -268,7 +292,13 @@ for _op, (_f, _ref, _xkw, _ykw) in BINARY.items():
     for _sname, (_xs, _ys) in BINARY_SHAPES.items():
         if _op == "pow" and _ys[0] != (1,):
             continue   # exponents broadcast from one element (as in DyNet)
+        if _op == "cdiv" and _left_repeats(_xs, _ys):
+            continue   # only the divisor broadcasts (as in DyNet)
         variant(_op, _sname)(_binary_case(_f, _ref, _xs, _ys, _xkw, _ykw))
+for _sname, (_xs, _ys) in {"colwise_add": (((3, 2), 1), ((3,), 1)),
+                            "colwise_add_batched_x": (((3, 4), 2), ((3, 1), 1)),
+                            "colwise_add_batched_bias": (((2, 3), 1), ((2,), 3))}.items():
+    variant("add", _sname)(_binary_case(dy.colwise_add, np.add, _xs, _ys, {}, {}, nd=2))
 variant("pow", "same_shape")(_binary_case(dy.pow, np.power, ((3,), 1), ((3,), 1),
                                           {"lo": 0.5, "hi": 1.5}, {"lo": 0.5, "hi": 2.0}))
 
