@@ -99,6 +99,15 @@ cdef Shape _checked_shape(str op, int nd, const int64_t* d, int64_t bs) except *
     return s
 
 
+cdef Shape _with_batch(str op, Shape s, int64_t bs) except *:
+    """Shape s with bs batch elements, checked."""
+    cdef int64_t d[4]
+    cdef int a
+    for a in range(MAX_DIMS):
+        d[a] = s.d[a]
+    return _checked_shape(op, s.nd, d, bs)
+
+
 cdef Shape _matrix_shape(str op, int64_t d0, int64_t d1, int64_t bs) except *:
     """A vector (d1 == 1) or a matrix, as the 2-D ops make them."""
     cdef int64_t d[2]
@@ -212,14 +221,15 @@ cdef class Expression:
     incremental_forward = forward
 
     def value(self, recalculate=False):
-        """A float for a scalar, a list for a vector, else a numpy array."""
+        """As DyNet: a float for one number, a list for a vector (of every batch
+        element's values, one after another), else a numpy array."""
         cdef Node* n = _check(self)
         _compute(self.idx, recalculate)
         n = &_cg.nodes[self.idx]
         if n.size == 1:
             return float(n.val[0])
-        if n.nd == 1 and n.bs == 1:
-            return [float(n.val[i]) for i in range(n.d[0])]
+        if n.nd == 1:
+            return [float(n.val[i]) for i in range(n.size)]
         return _cg.value_array(self.idx, False)
 
     def npvalue(self, recalculate=False):
@@ -290,6 +300,11 @@ cdef class Expression:
 
     def __neg__(self):
         return _unary(OP_NEG, self, 0.0)
+
+    def __pow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return pow(self, other)
 
     def __getitem__(self, index):
         if isinstance(index, slice):

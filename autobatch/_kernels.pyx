@@ -1197,7 +1197,7 @@ cdef void transpose_bwd(Batch* b) noexcept nogil:
                     ARG(b, j, 0).grad[k * R * C + r * C + c] += NODE(b, j).grad[k * R * C + c * R + r]
 
 cdef void lookup_batch_fwd(Batch* b) noexcept nogil:
-    cdef int j, k, d = rows(NODE(b, 0))
+    cdef int j, k, d = elems(NODE(b, 0))
     cdef Node* y
     for j in range(b.n):
         y = NODE(b, j)
@@ -1205,7 +1205,7 @@ cdef void lookup_batch_fwd(Batch* b) noexcept nogil:
             memcpy(y.val + k * d, y.src + <size_t>b.ibuf[y.idata + k] * d, d * sizeof(float))
 
 cdef void lookup_batch_bwd(Batch* b) noexcept nogil:
-    cdef int j, k, i, d = rows(NODE(b, 0))
+    cdef int j, k, i, d = elems(NODE(b, 0))
     cdef Node* y
     cdef float* g
     for j in range(b.n):

@@ -33,7 +33,7 @@ def lookup(LookupParameters p not None, index, update=True):
     cdef long i = _as_index(index, "lookup")
     p._row_check(i)
     cdef bint trained = update and p._updated
-    cdef int32_t n = _alias_leaf(p, OP_LOOKUP, _matrix_shape("lookup", p.row_size, 1, 1),
+    cdef int32_t n = _alias_leaf(p, OP_LOOKUP, p.row_dims,
                                  p.vptr + i * p.row_size,
                                  p.gptr + i * p.row_size if trained else NULL, <int32_t>i)
     if trained:
@@ -48,9 +48,9 @@ def lookup_batch(LookupParameters p not None, indices, update=True):
         raise ValueError("lookup_batch: needs at least one index")
     for i in idx:
         p._row_check(i)
+    cdef Shape shape = _with_batch("lookup_batch", p.row_dims, len(idx))
     cdef int32_t at = _cg.add_ints(idx, len(idx))
-    cdef int32_t n = _cg.add_node(OP_LOOKUP_BATCH, 0, NULL,
-                                  _matrix_shape("lookup_batch", p.row_size, 1, len(idx)), at)
+    cdef int32_t n = _cg.add_node(OP_LOOKUP_BATCH, 0, NULL, shape, at)
     _cg.nodes[n].src = p.vptr
     if update and p._updated:
         _cg.nodes[n].srcgrad = p.gptr
@@ -83,9 +83,13 @@ cdef int _cpu_only(object device, str where) except -1:
 
 
 def inputTensor(arr, batched=False, device=""):
-    """A constant from a numpy array (or nested lists); with batched=True the last
-    axis is the batch."""
+    """A constant from a numpy array (or nested lists) of 1 to 4 dimensions, kept as
+    given (a (3, 1) array stays (3, 1), as in DyNet); with batched=True the last axis
+    is the batch. A list of numpy arrays is a batch: one element per array."""
     _cpu_only(device, "inputTensor")
+    if isinstance(arr, list) and arr and all(isinstance(v, np.ndarray) for v in arr):
+        arr = np.stack(arr, axis=-1)
+        batched = True
     a = np.asarray(arr, dtype=np.float32)
     if not np.all(np.isfinite(a)):
         raise ValueError("inputTensor: the input holds NaN or infinity")
@@ -100,8 +104,6 @@ def inputTensor(arr, batched=False, device=""):
         shape = (1,)
     if a.size == 0:
         raise DimensionError(f"inputTensor: empty input of shape {a.shape}")
-    if len(shape) == 2 and shape[1] == 1:
-        shape = shape[:1]           # a column is a vector
     return _leaf_from_flat(np.ascontiguousarray(a.ravel(order="F")),
                            _shape_from("inputTensor", shape, bs))
 

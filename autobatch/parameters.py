@@ -104,7 +104,7 @@ class ParameterCollection:
         return sub
 
     def add_parameters(self, dim, init=None, name="", device="", scale=1.0, mean=0.0, std=1.0):
-        """A new parameter of shape `dim` (int or tuple of 1 or 2 ints).
+        """A new parameter of shape `dim` (int or tuple of 1 to 4 ints).
 
         `init`: None (GlorotInitializer), a number (constant), an initializer, a numpy
         array (its values), or 'glorot' / 'identity' / 'saxe' / 'uniform' (uses
@@ -122,14 +122,16 @@ class ParameterCollection:
         return p
 
     def add_lookup_parameters(self, dim, init=None, name="", device="", scale=1.0, mean=0.0, std=1.0):
-        """A new lookup table of shape `(n_rows, dim)` (an int n means `(n, 1)`).
+        """A new lookup table of shape `(n_rows, dim)` (an int n means `(n, 1)`), or
+        `(n_rows, d0, d1 ...)` for rows of up to 4 dimensions (matrices, 3-D ...).
 
-        `init` as in `add_parameters`; a numpy array of shape `(n_rows, dim)` gives the
-        values. The default is DyNet Python's `GlorotInitializer()`."""
+        `init` as in `add_parameters`; a numpy array of the table's shape gives the
+        values (row i as `lookup(i).npvalue()` shows it). The default is DyNet Python's
+        `GlorotInitializer()`."""
         _cpu_only(device, "add_lookup_parameters")
         shape = (int(dim), 1) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
-        if len(shape) != 2:
-            raise ValueError(f"add_lookup_parameters: shape must be (rows, dim), got {shape}")
+        if len(shape) < 2:
+            raise ValueError(f"add_lookup_parameters: shape must be (rows, dims...), got {shape}")
         if isinstance(init, np.ndarray):
             if init.shape != shape:
                 raise ValueError(f"add_lookup_parameters: array of shape {init.shape} for shape {shape}")

@@ -43,13 +43,9 @@ class Arg:
         self.ctx, self.shared = ctx, shared
         self.size = int(np.prod(shape))
         self._cached = None
-        # Parameters hold 1-d shapes and (d0, d1 > 1) matrices; other shapes are a flat
-        # parameter reshaped
-        self.direct = self.nd == 1 or (self.nd == 2 and self.shape[1] != 1)
         if self.bs == 1:
-            self.param = ctx.pc.add_parameters(self.shape if self.direct else (self.size,))
-            self.param.set_value(value[..., 0].reshape(self.shape, order="F")
-                                 .reshape(self.param.shape(), order="F"))
+            self.param = ctx.pc.add_parameters(self.shape)
+            self.param.set_value(value[..., 0].reshape(self.shape))
         else:
             self.param = ctx.pc.add_lookup_parameters((self.bs, self.size))
             self.param.set_value(np.stack([value[..., k].ravel(order="F") for k in range(self.bs)]))
@@ -59,8 +55,6 @@ class Arg:
             return self._cached       # one node per graph, as for a Parameters
         if self.bs == 1:
             e = self.param.expr()
-            if not self.direct:
-                e = dy.reshape(e, self.shape)
         else:
             e = dy.lookup_batch(self.param, list(range(self.bs)))
             if self.shape != (self.size,):
