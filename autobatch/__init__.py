@@ -19,7 +19,7 @@ from autobatch._core import (
     nobackprop, scale_gradient, dropout, noise,
     cmult, cdiv, colwise_add, dot_product, affine_transform, esum, average, logsumexp,
     sum_elems, mean_elems, squared_norm, squared_distance, l2_norm, binary_log_loss,
-    sum_batches, max_dim, softmax, log_softmax,
+    sum_batches, sum_dim, mean_dim, max_dim, min_dim, softmax, log_softmax,
     pickneglogsoftmax, pickneglogsoftmax_batch, hinge, hinge_batch,
     pick, pick_batch, pick_range, pick_batch_elem, pick_batch_elems,
     concatenate, concatenate_cols, concatenate_to_batch, transpose, reshape,

@@ -173,6 +173,30 @@ cdef inline Attrs _axis_attr(int dim) noexcept:
     return at
 
 
+cdef int _dim_index(str op, Node* n, object d, str what="d") except -1:
+    """A dimension of n: an int in [0, nd)."""
+    k = _as_index(d, op)
+    if not 0 <= k < n.nd:
+        raise DimensionError(f"{op}: {what}={k} is not a dimension of a value of shape "
+                             f"{_dimstr(n)} (0 to {n.nd - 1})")
+    return k
+
+
+cdef Shape _without_dims(str op, Node* n, int mask, int64_t bs) except *:
+    """n's shape without the dimensions in mask (bit k: dimension k), as DyNet's
+    delete_dims: the others keep their order; nothing left is (1,)."""
+    cdef int64_t d[4]
+    cdef int a, nd = 0
+    for a in range(n.nd):
+        if not mask & (1 << a):
+            d[nd] = n.d[a]
+            nd += 1
+    if nd == 0:
+        d[0] = 1
+        nd = 1
+    return _checked_shape(op, nd, d, bs)
+
+
 cdef inline int _merge_bs(str op, int bs, int other) except -1:
     """The batch size of an op whose arguments have batch sizes bs and other: equal,
     or one of them is 1 and broadcasts."""

@@ -786,39 +786,117 @@ cdef void pair_reduce_bwd(Batch* b) noexcept nogil:
                 if want_y:
                     y.grad[k * yb + i] += gv * g
 
-cdef void max_dim_fwd(Batch* b) noexcept nogil:
-    # max over rows (ia == 0, one per column) or columns (ia == 1, one per row);
-    # the winning position is kept in aux for backward
-    cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, o, t, pos, best
-    cdef Node* x
-    cdef float* y
-    cdef int outer, inner, so, st
-    for j in range(b.n):
-        x = ARG(b, j, 0)
-        y = NODE(b, j).val
-        NODE(b, j).aux = arena_alloc(b.arena, n0.size)
-        if n0.attr.axis.dim == 0:
-            outer = cols(x); inner = rows(x); so = rows(x); st = 1
-        else:
-            outer = rows(x); inner = cols(x); so = 1; st = rows(x)
-        for k in range(x.bs):
-            for o in range(outer):
-                best = k * elems(x) + o * so
-                for t in range(1, inner):
-                    pos = k * elems(x) + o * so + t * st
-                    if x.val[pos] > x.val[best]:
-                        best = pos
-                y[k * outer + o] = x.val[best]
-                NODE(b, j).aux[k * outer + o] = best
+cdef inline int32_t* int_aux(Node* n) noexcept nogil:
+    """A node's aux memory holding ints (positions), not floats."""
+    return <int32_t*>n.aux
 
-cdef void max_dim_bwd(Batch* b) noexcept nogil:
+cdef void extreme_dim_fwd(Batch* b) noexcept nogil:
+    # max_dim / min_dim along dimension `dim` (removed from the output); the position of
+    # the winner, the first one on ties, is kept as an int in aux for backward
+    cdef Node* n0 = NODE(b, 0)
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef bint is_max = n0.op == OP_MAX_DIM
+    cdef int d = n0.attr.axis.dim, a, j, k, o, t, l, p, base, best, at
+    cdef int inner = 1, L = x0.d[d], outer = 1, m = elems(x0)
+    for a in range(d):
+        inner *= x0.d[a]
+    outer = m // (inner * L)
+    cdef float* x
+    cdef float* y
+    cdef int32_t* pos
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        NODE(b, j).aux = arena_alloc(b.arena, n0.size)    # int32s take a float's room
+        pos = int_aux(NODE(b, j))
+        for k in range(n0.bs):
+            for o in range(outer):
+                for t in range(inner):
+                    base = best = k * m + o * inner * L + t
+                    for l in range(1, L):
+                        p = base + l * inner
+                        if (x[p] > x[best]) if is_max else (x[p] < x[best]):
+                            best = p
+                    at = (k * outer + o) * inner + t
+                    y[at] = x[best]
+                    pos[at] = best
+
+cdef void extreme_dim_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef int j, i
+    cdef int32_t* pos
+    cdef float* dx
+    cdef float* dy
     for j in range(b.n):
+        pos = int_aux(NODE(b, j))
+        dx = ARG(b, j, 0).grad
+        dy = NODE(b, j).grad
         for i in range(NODE(b, j).size):
-            ARG(b, j, 0).grad[<int>NODE(b, j).aux[i]] += NODE(b, j).grad[i]
+            dx[pos[i]] += dy[i]
+
+cdef void reduce_strides(const Node* x, int mask, int* size, int* ostride) noexcept nogil:
+    """Sizes of x's dimensions and batch, and their strides in the output of a sum over
+    the ones in mask (stride 0: summed over)."""
+    cdef int a, t = 1
+    for a in range(MAX_DIMS + 1):
+        size[a] = dim_or_batch(x, a)
+        if mask & (1 << a):
+            ostride[a] = 0
+        else:
+            ostride[a] = t
+            t *= size[a]
+
+cdef void sum_dim_fwd(Batch* b) noexcept nogil:
+    # sum_dim and mean_dim: y = scale * (sum of x over the dimensions in mask)
+    cdef Node* n0 = NODE(b, 0)
+    cdef float scale = n0.attr.reduce.scale
+    cdef int size[5]
+    cdef int os[5]
+    cdef int j, i, e, c3, c2, c1, c0, o
+    cdef float* x
+    cdef float* y
+    reduce_strides(ARG(b, 0, 0), n0.attr.reduce.mask, size, os)
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        memset(y, 0, n0.size * sizeof(float))
+        i = 0
+        for e in range(size[4]):
+            for c3 in range(size[3]):
+                for c2 in range(size[2]):
+                    for c1 in range(size[1]):
+                        o = e * os[4] + c3 * os[3] + c2 * os[2] + c1 * os[1]
+                        for c0 in range(size[0]):
+                            y[o + c0 * os[0]] += x[i]
+                            i += 1
+        if scale != 1.0:
+            for i in range(n0.size):
+                y[i] *= scale
+
+cdef void sum_dim_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef float scale = n0.attr.reduce.scale
+    cdef int size[5]
+    cdef int os[5]
+    cdef int j, i, e, c3, c2, c1, c0, o
+    cdef float* dx
+    cdef float* dy
+    reduce_strides(ARG(b, 0, 0), n0.attr.reduce.mask, size, os)
+    for j in range(b.n):
+        dx = ARG(b, j, 0).grad
+        dy = NODE(b, j).grad
+        i = 0
+        for e in range(size[4]):
+            for c3 in range(size[3]):
+                for c2 in range(size[2]):
+                    for c1 in range(size[1]):
+                        o = e * os[4] + c3 * os[3] + c2 * os[2] + c1 * os[1]
+                        for c0 in range(size[0]):
+                            dx[i] += scale * dy[o + c0 * os[0]]
+                            i += 1
 
 cdef void sum_batches_fwd(Batch* b) noexcept nogil:
     cdef int j, k, i, m
@@ -1314,8 +1392,11 @@ defop(OP_L2_NORM, b"l2_norm", 1, reduce_fwd, reduce_bwd)
 defop(OP_DOT, b"dot_product", 2, pair_reduce_fwd, pair_reduce_bwd)
 defop(OP_SQUARED_DISTANCE, b"squared_distance", 2, pair_reduce_fwd, pair_reduce_bwd)
 defop(OP_BINARY_LOG_LOSS, b"binary_log_loss", 2, pair_reduce_fwd, pair_reduce_bwd)
-defop(OP_MAX_DIM, b"max_dim", 1, max_dim_fwd, max_dim_bwd, b"dim: int")
+defop(OP_MAX_DIM, b"max_dim", 1, extreme_dim_fwd, extreme_dim_bwd, b"dim: int")
+defop(OP_MIN_DIM, b"min_dim", 1, extreme_dim_fwd, extreme_dim_bwd, b"dim: int")
 defop(OP_SUM_BATCHES, b"sum_batches", 1, sum_batches_fwd, sum_batches_bwd)
+defop(OP_SUM_DIM, b"sum_dim", 1, sum_dim_fwd, sum_dim_bwd, b"mask: int, scale: float")
+defop(OP_MEAN_DIM, b"mean_dim", 1, sum_dim_fwd, sum_dim_bwd, b"mask: int, scale: float")
 
 defop(OP_SOFTMAX, b"softmax", 1, softmax_fwd, softmax_bwd)
 defop(OP_LOG_SOFTMAX, b"log_softmax", 1, softmax_fwd, softmax_bwd)

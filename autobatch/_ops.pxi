@@ -333,16 +333,67 @@ def sum_batches(Expression x):
     return _wrap(_cg.add_node(OP_SUM_BATCHES, 1, &x.idx, _like(n, 1)))
 
 
-def max_dim(Expression x, int d=0):
-    """Max over rows (d=0: one per column) or over columns (d=1: one per row)."""
+cdef Expression _extreme_dim(int op, Expression x, object d):
     cdef Node* n = _check(x)
-    if d not in (0, 1):
-        raise DimensionError(f"max_dim: d must be 0 or 1, got {d}")
-    if n.nd > 2:
-        raise DimensionError(f"max_dim: needs a vector or a matrix, got {_dimstr(n)}")
-    cdef int out = cols(n) if d == 0 else rows(n)
-    cdef Attrs at = _axis_attr(d)
-    return _wrap(_cg.add_node(OP_MAX_DIM, 1, &x.idx, _matrix_shape("max_dim", out, 1, n.bs), 0, &at))
+    name = OP_NAMES[op]
+    cdef int k = _dim_index(name, n, d)
+    cdef Attrs at = _axis_attr(k)
+    return _wrap(_cg.add_node(op, 1, &x.idx, _without_dims(name, n, 1 << k, n.bs), 0, &at))
+
+
+def max_dim(Expression x, d=0):
+    """The largest element along dimension d, which is removed (DyNet's max_dim); the
+    gradient goes to the first largest."""
+    return _extreme_dim(OP_MAX_DIM, x, d)
+
+
+def min_dim(Expression x, d=0):
+    """The smallest element along dimension d, which is removed."""
+    return _extreme_dim(OP_MIN_DIM, x, d)
+
+
+cdef Expression _sum_dims(int op, Expression x, object d, object b, object n):
+    """sum_dim / mean_dim: over the dimensions in the list d, and the batch if b."""
+    cdef Node* node = _check(x)
+    name = OP_NAMES[op]
+    if isinstance(d, (int, np.integer)):
+        d = [d]
+    cdef int mask = 0, k, a
+    for v in d:
+        k = _dim_index(name, node, v)
+        if mask & (1 << k):
+            raise DimensionError(f"{name}: dimension {k} is listed twice in d={list(d)}")
+        mask |= 1 << k
+    if b:
+        mask |= 1 << MAX_DIMS
+    if mask == 0:
+        raise DimensionError(f"{name}: nothing to reduce: give dimensions in d or b=True")
+    n = _as_index(n, name)
+    if n < 0:
+        raise ValueError(f"{name}: n must be >= 0, got {n}")
+    cdef int64_t count = node.bs if b else 1
+    for a in range(node.nd):
+        if mask & (1 << a):
+            count *= node.d[a]
+    cdef Attrs at
+    memset(&at, 0, sizeof(Attrs))
+    at.reduce.mask = mask
+    at.reduce.scale = 1.0 if op == OP_SUM_DIM else 1.0 / (n if n > 0 else count)
+    return _wrap(_cg.add_node(op, 1, &x.idx, _without_dims(name, node, mask, 1 if b else node.bs),
+                              0, &at))
+
+
+def sum_dim(Expression x, d, b=False, n=0):
+    """Sum over the dimensions in the list d (removed from the shape), and over the batch
+    when b; n is unused (DyNet's signature)."""
+    return _sum_dims(OP_SUM_DIM, x, d, b, n)
+
+
+def mean_dim(Expression x, d, b=False, n=0):
+    """Mean over the dimensions in the list d (removed from the shape), and over the
+    batch when b; n > 0 divides the sum by n instead of the number of elements
+    (masking)."""
+    return _sum_dims(OP_MEAN_DIM, x, d, b, n)
 
 
 def softmax(Expression x, int d=0):

@@ -435,19 +435,62 @@ for _op, (_f, _ew, _xkw, _ykw) in _PAIR.items():
             nd=1))
 
 
-def _max_dim_variant(name, shape, bs, d):
+def _extreme_dim_variant(op, name, shape, bs, d):
+    f, np_f = (dy.max_dim, np.max) if op == "max_dim" else (dy.min_dim, np.min)
+
     def fn(c):
         x = c.distinct(shape, bs)
-        return (lambda: dy.max_dim(x.expr(), d)), \
-            (lambda: from_full(np.moveaxis(x.value().max(axis=d, keepdims=True), d, MAX_DIMS - 1), 1))
-    variant("max_dim", name)(fn)
+        return (lambda: f(x.expr(), d)), \
+            (lambda: from_full(np.moveaxis(np_f(x.value(), axis=d, keepdims=True), d, MAX_DIMS - 1),
+                               max(1, len(shape) - 1)))
+    variant(op, name)(fn)
 
 
-_max_dim_variant("d0_vec", (5,), 1, 0)
-_max_dim_variant("d0_mat", (4, 3), 1, 0)
-_max_dim_variant("d1_mat", (4, 3), 1, 1)
-_max_dim_variant("d0_batched_mat", (3, 2), 2, 0)
-_max_dim_variant("d1_batched_mat", (3, 2), 2, 1)
+for _op in ("max_dim", "min_dim"):
+    _extreme_dim_variant(_op, "d0_vec", (5,), 1, 0)
+    _extreme_dim_variant(_op, "d0_mat", (4, 3), 1, 0)
+    _extreme_dim_variant(_op, "d1_mat", (4, 3), 1, 1)
+    _extreme_dim_variant(_op, "d0_batched_mat", (3, 2), 2, 0)
+    _extreme_dim_variant(_op, "d1_batched_mat", (3, 2), 2, 1)
+    _extreme_dim_variant(_op, "d1_3d", (3, 4, 2), 1, 1)
+    _extreme_dim_variant(_op, "d2_3d_batched", (2, 3, 3), 2, 2)
+    _extreme_dim_variant(_op, "d0_4d", (3, 2, 1, 2), 1, 0)
+    _extreme_dim_variant(_op, "d3_4d_batched", (2, 1, 2, 3), 2, 3)
+    _extreme_dim_variant(_op, "d1_col", (3, 1), 1, 1)
+
+
+def _sum_dim_variant(op, name, shape, bs, d, b=False, n=0):
+    f = dy.sum_dim if op == "sum_dim" else dy.mean_dim
+
+    def ref(v):
+        axes = tuple(d) + ((MAX_DIMS,) if b else ())
+        r = v.sum(axis=axes, keepdims=True)
+        if op == "mean_dim":
+            r = r / (n if n else np.prod([v.shape[a] for a in axes]))
+        kept = [a for a in range(MAX_DIMS) if a not in d]
+        return r.transpose(kept + sorted(d) + [MAX_DIMS])     # removed dimensions go last
+
+    variant(op, name)(_unary_case(lambda x: f(x, d, b, n), ref, shape, bs, {},
+                                  nd=max(1, len(shape) - len(d))))
+
+
+for _op in ("sum_dim", "mean_dim"):
+    _sum_dim_variant(_op, "d0_vec", (4,), 1, [0])
+    _sum_dim_variant(_op, "d0_mat", (3, 2), 1, [0])
+    _sum_dim_variant(_op, "d1_mat", (3, 2), 1, [1])
+    _sum_dim_variant(_op, "d01_mat", (3, 2), 1, [0, 1])
+    _sum_dim_variant(_op, "d1_batched", (3, 2), 2, [1])
+    _sum_dim_variant(_op, "d1_and_batch", (3, 2), 2, [1], b=True)
+    _sum_dim_variant(_op, "batch_only", (3, 2), 3, [], b=True)
+    _sum_dim_variant(_op, "d1_3d", (2, 3, 2), 1, [1])
+    _sum_dim_variant(_op, "d20_3d", (2, 3, 2), 2, [2, 0])
+    _sum_dim_variant(_op, "d0_3d_unit", (2, 1, 1), 1, [0])
+    _sum_dim_variant(_op, "d13_4d_batched", (2, 3, 1, 2), 2, [1, 3])
+    _sum_dim_variant(_op, "d012_4d_and_batch", (2, 2, 2, 2), 2, [0, 1, 2], b=True)
+_sum_dim_variant("mean_dim", "d1_n5", (3, 2), 1, [1], n=5)
+_sum_dim_variant("mean_dim", "d1_batch_n3", (3, 2), 2, [1], b=True, n=3)
+_sum_dim_variant("sum_dim", "n_unused", (3, 2), 1, [1], n=5)
+
 
 for _sname, (_shape, _bs) in {"vec": ((3,), 4), "mat": ((2, 2), 3), "3d": ((2, 1, 2), 2)}.items():
     variant("sum_batches", _sname)(_unary_case(

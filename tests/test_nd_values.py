@@ -132,3 +132,62 @@ def test_power_operator():
     p = pc.add_parameters((2, 3), init=2.0)
     dy.renew_cg()
     np.testing.assert_allclose((p.expr() ** 2).npvalue(), np.full((2, 3), 4.0))
+
+
+# ------------------------------------------------------------ reductions ----
+
+@pytest.mark.parametrize("f", [dy.max_dim, dy.min_dim])
+def test_extreme_dim_ties_send_the_gradient_to_the_first(f):
+    pc = dy.ParameterCollection()
+    p = pc.add_parameters((2, 3))
+    p.set_value(np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]) * (1 if f is dy.max_dim else -1))
+    dy.renew_cg()
+    y = f(p.expr(), 1)
+    dy.sum_elems(dy.cmult(y, dy.inputTensor([1.0, 2.0]))).backward()
+    np.testing.assert_array_equal(p.grad_as_array(), [[0, 1, 0], [2, 0, 0]])
+
+
+def test_max_dim_positions_are_exact_past_float_precision():
+    """The argmax is kept as an int: as a float, position 2^24 + 1 would round."""
+    n = (1 << 24) + 2
+    v = np.zeros(n, dtype=np.float32)
+    v[n - 1] = 1.0
+    dy.renew_cg()
+    x = dy.inputTensor(v)
+    y = dy.max_dim(x)
+    assert y.value() == 1.0
+    y.backward(full=True)
+    g = x.gradient()
+    assert g[n - 1] == 1.0 and g.sum() == 1.0
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda x: dy.max_dim(x, 3), dy.DimensionError, r"max_dim: d=3 is not a dimension"),
+    (lambda x: dy.min_dim(x, -1), dy.DimensionError, r"min_dim: d=-1"),
+    (lambda x: dy.max_dim(x, 1.0), TypeError, r"max_dim"),
+    (lambda x: dy.sum_dim(x, [3]), dy.DimensionError, r"sum_dim: d=3"),
+    (lambda x: dy.sum_dim(x, [0, 0]), dy.DimensionError, r"listed twice"),
+    (lambda x: dy.sum_dim(x, []), dy.DimensionError, r"nothing to reduce"),
+    (lambda x: dy.mean_dim(x, [1], False, -2), ValueError, r"n must be >= 0"),
+    (lambda x: dy.sum_dim(x, ["a"]), TypeError, r"sum_dim"),
+])
+def test_reduction_errors(call, exc, match):
+    dy.renew_cg()
+    with pytest.raises(exc, match=match):
+        call(dy.inputTensor(np.ones((2, 3, 2))))
+
+
+def test_reductions_as_dynet():
+    """Values and dims read off DyNet for x = [[1, 2, 3], [4, 5, 6]]."""
+    dy.renew_cg()
+    x = dy.inputTensor(np.arange(1.0, 7.0).reshape(2, 3))
+    assert dy.sum_dim(x, [0]).value() == [5, 7, 9]
+    assert dy.mean_dim(x, [1], False).value() == [2, 5]
+    assert dy.mean_dim(x, [1], False, 6).value() == [1, 2.5]
+    assert dy.sum_dim(x, [0, 1]).dim() == ((1,), 1)
+    assert dy.sum_dim(dy.inputTensor(np.ones((2, 1, 1))), [0]).dim() == ((1, 1), 1)
+    xb = dy.inputTensor(np.ones((2, 3, 2)), batched=True)
+    assert dy.sum_dim(xb, [1]).dim() == ((2,), 2)
+    assert dy.sum_dim(xb, [1], True).dim() == ((2,), 1)
+    assert dy.sum_dim(xb, [], True).dim() == ((2, 3), 1)
+    assert dy.max_dim(dy.inputTensor(np.ones((2, 3, 4))), 1).dim() == ((2, 4), 1)
