@@ -925,56 +925,105 @@ cdef void sum_batches_bwd(Batch* b) noexcept nogil:
 
 # ------------------------------------------------- softmax and losses ----
 
+cdef void softmax_run(float* y, const float* x, int r, bint logp) noexcept nogil:
+    """(log-)softmax of r contiguous elements."""
+    cdef float mx = fmax_of(x, r)
+    cdef double s
+    cdef int i
+    for i in range(r):
+        y[i] = exp_nonpos(x[i] - mx)
+    s = fsum(y, r)
+    if logp:
+        for i in range(r):
+            y[i] = x[i] - mx - <float>log(s)
+    else:
+        for i in range(r):
+            y[i] = y[i] / <float>s
+
+cdef void softmax_run_bwd(float* dx, const float* y, const float* dy, int r, bint logp) noexcept nogil:
+    cdef double s = 0
+    cdef int i
+    if logp:
+        for i in range(r):
+            s += dy[i]
+        for i in range(r):
+            dx[i] += dy[i] - exp_nonpos(y[i]) * <float>s
+    else:
+        for i in range(r):
+            s += dy[i] * y[i]
+        for i in range(r):
+            dx[i] += y[i] * (dy[i] - s)
+
+cdef inline void softmax_groups(const Node* n, int* inner, int* L, int* groups) noexcept nogil:
+    """Softmax along dimension `dim` normalises groups of L elements `inner` apart."""
+    cdef int a, d = n.attr.axis.dim
+    inner[0] = 1
+    for a in range(d):
+        inner[0] *= n.d[a]
+    L[0] = n.d[d]
+    groups[0] = n.size // L[0]
+
 cdef void softmax_fwd(Batch* b) noexcept nogil:
-    # column-wise over d0; log_softmax writes log-probabilities
+    # along dimension `dim` (0: each column, contiguous; else gathered); log_softmax
+    # writes log-probabilities
     cdef Node* n0 = NODE(b, 0)
     cdef bint logp = n0.op == OP_LOG_SOFTMAX
-    cdef int r = rows(n0), ncol = cols(n0) * n0.bs, j, c, i
+    cdef int inner, L, groups, j, g, l, at
+    softmax_groups(n0, &inner, &L, &groups)
+    cdef float* tx = NULL
+    cdef float* ty = NULL
     cdef float* x
     cdef float* y
-    cdef float mx
-    cdef double s
+    if inner > 1:
+        tx = arena_alloc(b.arena, 2 * <size_t>L)
+        ty = tx + L
     for j in range(b.n):
-        for c in range(ncol):
-            x = ARG(b, j, 0).val + c * r
-            y = NODE(b, j).val + c * r
-            mx = fmax_of(x, r)
-            for i in range(r):
-                y[i] = exp_nonpos(x[i] - mx)
-            s = fsum(y, r)
-            if logp:
-                for i in range(r):
-                    y[i] = x[i] - mx - <float>log(s)
-            else:
-                for i in range(r):
-                    y[i] = y[i] / <float>s
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        for g in range(groups):
+            at = (g // inner) * inner * L + g % inner
+            if inner == 1:
+                softmax_run(y + at, x + at, L, logp)
+                continue
+            for l in range(L):
+                tx[l] = x[at + l * inner]
+            softmax_run(ty, tx, L, logp)
+            for l in range(L):
+                y[at + l * inner] = ty[l]
 
 cdef void softmax_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
     cdef bint logp = n0.op == OP_LOG_SOFTMAX
-    cdef int r = rows(n0), ncol = cols(n0) * n0.bs, j, c, i
+    cdef int inner, L, groups, j, g, l, at
+    softmax_groups(n0, &inner, &L, &groups)
+    cdef float* ty = NULL
+    cdef float* tdy = NULL
+    cdef float* tdx = NULL
     cdef float* y
     cdef float* dy
     cdef float* dx
-    cdef double s
+    if inner > 1:
+        ty = arena_alloc(b.scratch, 3 * <size_t>L)
+        tdy = ty + L
+        tdx = tdy + L
     for j in range(b.n):
-        for c in range(ncol):
-            y = NODE(b, j).val + c * r
-            dy = NODE(b, j).grad + c * r
-            dx = ARG(b, j, 0).grad + c * r
-            s = 0
-            if logp:
-                for i in range(r):
-                    s += dy[i]
-                for i in range(r):
-                    dx[i] += dy[i] - exp_nonpos(y[i]) * <float>s
-            else:
-                for i in range(r):
-                    s += dy[i] * y[i]
-                for i in range(r):
-                    dx[i] += y[i] * (dy[i] - s)
+        y = NODE(b, j).val
+        dy = NODE(b, j).grad
+        dx = ARG(b, j, 0).grad
+        for g in range(groups):
+            at = (g // inner) * inner * L + g % inner
+            if inner == 1:
+                softmax_run_bwd(dx + at, y + at, dy + at, L, logp)
+                continue
+            for l in range(L):
+                ty[l] = y[at + l * inner]
+                tdy[l] = dy[at + l * inner]
+                tdx[l] = 0
+            softmax_run_bwd(tdx, ty, tdy, L, logp)
+            for l in range(L):
+                dx[at + l * inner] += tdx[l]
 
 cdef void picknls_fwd(Batch* b) noexcept nogil:
     # -log softmax(x)[i] per batch element; aux keeps the softmax for backward
@@ -1398,7 +1447,7 @@ defop(OP_SUM_BATCHES, b"sum_batches", 1, sum_batches_fwd, sum_batches_bwd)
 defop(OP_SUM_DIM, b"sum_dim", 1, sum_dim_fwd, sum_dim_bwd, b"mask: int, scale: float")
 defop(OP_MEAN_DIM, b"mean_dim", 1, sum_dim_fwd, sum_dim_bwd, b"mask: int, scale: float")
 
-defop(OP_SOFTMAX, b"softmax", 1, softmax_fwd, softmax_bwd)
+defop(OP_SOFTMAX, b"softmax", 1, softmax_fwd, softmax_bwd, b"dim: int")
 defop(OP_LOG_SOFTMAX, b"log_softmax", 1, softmax_fwd, softmax_bwd)
 defop(OP_PICKNLS, b"pickneglogsoftmax", 1, picknls_fwd, picknls_bwd)
 defop(OP_HINGE, b"hinge", 1, hinge_fwd, hinge_bwd, b"margin: float")

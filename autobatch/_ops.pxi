@@ -396,16 +396,21 @@ def mean_dim(Expression x, d, b=False, n=0):
     return _sum_dims(OP_MEAN_DIM, x, d, b, n)
 
 
-def softmax(Expression x, int d=0):
-    if d != 0:
-        raise DimensionError("softmax: only d=0 (over each column) is supported")
-    return _unary(OP_SOFTMAX, x, 0.0)
+def softmax(Expression x, d=0):
+    """Softmax along dimension d: d=0 normalises each column, d=1 each row (any
+    dimension of an N-d value; DyNet stops at matrices)."""
+    cdef Node* n = _check(x)
+    cdef Attrs at = _axis_attr(_dim_index("softmax", n, d))
+    return _wrap(_cg.add_node(OP_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))
 
 
 def log_softmax(Expression x, restrict=None):
+    """Log of the softmax of each column (dimension 0), as DyNet."""
     if restrict is not None:
         raise NotImplementedError("log_softmax(restrict=...) is not supported")
-    return _unary(OP_LOG_SOFTMAX, x, 0.0)
+    cdef Node* n = _check(x)
+    cdef Attrs at = _axis_attr(0)
+    return _wrap(_cg.add_node(OP_LOG_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))
 
 
 cdef int32_t _index_list(object index, int* bs, int limit, str name) except -1:

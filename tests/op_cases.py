@@ -505,11 +505,18 @@ def _log_softmax(v, d=0):
 
 
 for _sname, (_shape, _bs) in {"vec": ((4,), 1), "matrix_columns": ((4, 3), 1),
-                              "batched": ((3,), 3), "batched_mat": ((3, 2), 2)}.items():
+                              "batched": ((3,), 3), "batched_mat": ((3, 2), 2),
+                              "3d": ((3, 2, 2), 1), "4d_batched": ((2, 3, 1, 2), 2)}.items():
     variant("softmax", _sname)(_unary_case(dy.softmax, lambda v: np.exp(_log_softmax(v)),
                                            _shape, _bs, {"lo": -2, "hi": 2}))
     variant("log_softmax", _sname)(_unary_case(dy.log_softmax, _log_softmax, _shape, _bs,
                                                {"lo": -2, "hi": 2}))
+for _sname, (_shape, _bs, _d) in {"d1_rows": ((3, 4), 1, 1), "d1_batched": ((2, 3), 2, 1),
+                                  "d1_col": ((3, 1), 1, 1), "d2_3d": ((2, 3, 3), 1, 2),
+                                  "d3_4d_batched": ((2, 1, 2, 3), 2, 3)}.items():
+    variant("softmax", _sname)(_unary_case(lambda x, d=_d: dy.softmax(x, d),
+                                           lambda v, d=_d: np.exp(_log_softmax(v, d)),
+                                           _shape, _bs, {"lo": -2, "hi": 2}))
 
 
 def _index_variant(op, name, f, ref, shape, bs, index, distinct=False, nd=1):

@@ -170,6 +170,7 @@ def test_max_dim_positions_are_exact_past_float_precision():
     (lambda x: dy.sum_dim(x, []), dy.DimensionError, r"nothing to reduce"),
     (lambda x: dy.mean_dim(x, [1], False, -2), ValueError, r"n must be >= 0"),
     (lambda x: dy.sum_dim(x, ["a"]), TypeError, r"sum_dim"),
+    (lambda x: dy.softmax(x, 3), dy.DimensionError, r"softmax: d=3"),
 ])
 def test_reduction_errors(call, exc, match):
     dy.renew_cg()
