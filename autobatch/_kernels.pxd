@@ -65,6 +65,9 @@ ctypedef struct ReduceAttr:       # sum_dim, mean_dim: the dimensions summed ove
     int32_t mask                  # bit k: dimension k (k < MAX_DIMS); bit MAX_DIMS: the batch
     float scale                   # the sums are multiplied by it (mean_dim: 1 / n)
 
+ctypedef struct PermAttr:         # transpose: output dimension k is input dimension perm[k]
+    int32_t perm[4]
+
 ctypedef struct MarginAttr:
     float margin
 
@@ -76,6 +79,7 @@ ctypedef union Attrs:
     ScalarAttr scalar
     AxisAttr axis
     ReduceAttr reduce
+    PermAttr transpose
     MarginAttr hinge
     GatesAttr gates
     int64_t words[4]              # the signature's view of the union

@@ -1303,25 +1303,58 @@ cdef void pick_batch_bwd(Batch* b) noexcept nogil:
             for i in range(m):
                 dx[i] += NODE(b, j).grad[k * m + i]
 
+cdef void transpose_strides(const Node* x, const int32_t* perm, int* st) noexcept nogil:
+    """st[k]: the stride in x of output dimension k (x's dimension perm[k])."""
+    cdef int a, xs[4]
+    cdef int t = 1
+    for a in range(MAX_DIMS):
+        xs[a] = t
+        t *= x.d[a]
+    for a in range(MAX_DIMS):
+        st[a] = xs[perm[a]]
+
 cdef void transpose_fwd(Batch* b) noexcept nogil:
+    # y[o0, o1, o2, o3] = x[o at the permuted positions], per batch element
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, r, c, R = rows(n0), C = cols(n0)    # output is R x C
+    cdef int st[4]
+    cdef int m = elems(n0), j, k, i, o0, o1, o2, o3, at
+    cdef float* x
+    cdef float* y
+    transpose_strides(ARG(b, 0, 0), n0.attr.transpose.perm, st)
     for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        i = 0
         for k in range(n0.bs):
-            for c in range(C):
-                for r in range(R):
-                    NODE(b, j).val[k * R * C + c * R + r] = ARG(b, j, 0).val[k * R * C + r * C + c]
+            for o3 in range(n0.d[3]):
+                for o2 in range(n0.d[2]):
+                    for o1 in range(n0.d[1]):
+                        at = k * m + o3 * st[3] + o2 * st[2] + o1 * st[1]
+                        for o0 in range(n0.d[0]):
+                            y[i] = x[at + o0 * st[0]]
+                            i += 1
 
 cdef void transpose_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, r, c, R = rows(n0), C = cols(n0)
+    cdef int st[4]
+    cdef int m = elems(n0), j, k, i, o0, o1, o2, o3, at
+    cdef float* dx
+    cdef float* dy
+    transpose_strides(ARG(b, 0, 0), n0.attr.transpose.perm, st)
     for j in range(b.n):
+        dx = ARG(b, j, 0).grad
+        dy = NODE(b, j).grad
+        i = 0
         for k in range(n0.bs):
-            for c in range(C):
-                for r in range(R):
-                    ARG(b, j, 0).grad[k * R * C + r * C + c] += NODE(b, j).grad[k * R * C + c * R + r]
+            for o3 in range(n0.d[3]):
+                for o2 in range(n0.d[2]):
+                    for o1 in range(n0.d[1]):
+                        at = k * m + o3 * st[3] + o2 * st[2] + o1 * st[1]
+                        for o0 in range(n0.d[0]):
+                            dx[at + o0 * st[0]] += dy[i]
+                            i += 1
 
 cdef void lookup_batch_fwd(Batch* b) noexcept nogil:
     cdef int j, k, d = elems(NODE(b, 0))
@@ -1459,7 +1492,7 @@ defop(OP_LSTM_HIDDEN, b"lstm_hidden", 2, lstm_hidden_fwd, lstm_hidden_bwd)
 defop(OP_PICK, b"pick", 1, pick_fwd, pick_bwd, b"dim: int")
 defop(OP_PICK_RANGE, b"pick_range", 1, pick_range_fwd, pick_range_bwd, b"dim: int")
 defop(OP_PICK_BATCH_ELEMS, b"pick_batch_elems", 1, pick_batch_fwd, pick_batch_bwd)
-defop(OP_TRANSPOSE, b"transpose", 1, transpose_fwd, transpose_bwd)
+defop(OP_TRANSPOSE, b"transpose", 1, transpose_fwd, transpose_bwd, b"perm: int[4]")
 defunary(OP_RESHAPE, b"reshape", b"", b"identity")
 
 for _op in range(<int>N_OPS):

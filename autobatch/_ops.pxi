@@ -516,11 +516,27 @@ def pick_batch_elem(Expression x, int i):
     return pick_batch_elems(x, [i])
 
 
-def transpose(Expression x):
+def transpose(Expression x, dims=[1, 0]):
+    """Permute the dimensions: output dimension k is x's dimension dims[k]. x is seen as
+    having len(dims) dimensions (padded with 1s, or its trailing 1s dropped): the
+    default [1, 0] transposes a matrix, and turns a vector (d,) into a row (1, d)."""
     cdef Node* n = _check(x)
-    if n.nd > 2:
-        raise DimensionError(f"transpose: needs a vector or a matrix, got {_dimstr(n)}")
-    return _wrap(_cg.add_node(OP_TRANSPOSE, 1, &x.idx, _matrix_shape("transpose", cols(n), rows(n), n.bs)))
+    perm = [_as_index(v, "transpose") for v in dims]
+    cdef int k, nd = len(perm)
+    if not 1 <= nd <= MAX_DIMS or sorted(perm) != list(range(nd)):
+        raise DimensionError(f"transpose: dims={list(dims)} is not a permutation of 0 .. "
+                             f"{max(nd, 1) - 1} (1 to {MAX_DIMS} dimensions)")
+    for k in range(nd, MAX_DIMS):
+        if n.d[k] != 1:
+            raise DimensionError(f"transpose: dims={list(dims)} has {nd} dimensions, a value of "
+                                 f"shape {_dimstr(n)} has {n.nd}")
+    cdef Attrs at
+    memset(&at, 0, sizeof(Attrs))
+    cdef int64_t d[4]
+    for k in range(MAX_DIMS):
+        at.transpose.perm[k] = perm[k] if k < nd else k
+        d[k] = n.d[at.transpose.perm[k]]
+    return _wrap(_cg.add_node(OP_TRANSPOSE, 1, &x.idx, _checked_shape("transpose", nd, d, n.bs), 0, &at))
 
 
 def reshape(Expression x, d, batch_size=None):

@@ -640,9 +640,24 @@ _pbe_variant("repeated", (2, 2), 3, [1, 1, 2])
 _pbe_variant("one", (3,), 2, [1])
 _pbe_variant("4d", (2, 1, 2, 2), 3, [2, 0])
 
-for _sname, (_shape, _bs) in {"mat": ((3, 2), 1), "vec": ((3,), 1), "batched": ((2, 3), 2)}.items():
-    variant("transpose", _sname)(_unary_case(dy.transpose, lambda v: v.transpose(1, 0, 2, 3, 4),
-                                             _shape, _bs, {}, nd=2))
+def _transpose_variant(name, shape, bs, dims=None):
+    perm = [1, 0] if dims is None else dims
+    f = dy.transpose if dims is None else (lambda x: dy.transpose(x, dims))
+    variant("transpose", name)(_unary_case(
+        f, lambda v: v.transpose(perm + list(range(len(perm), MAX_DIMS + 1))), shape, bs, {},
+        nd=len(perm)))
+
+
+_transpose_variant("mat", (3, 2), 1)
+_transpose_variant("vec", (3,), 1)
+_transpose_variant("batched", (2, 3), 2)
+_transpose_variant("row", (1, 3), 1)
+_transpose_variant("3d_102", (2, 3, 2), 1, [1, 0, 2])
+_transpose_variant("3d_201_batched", (2, 3, 4), 2, [2, 0, 1])
+_transpose_variant("4d_3120", (2, 3, 1, 2), 1, [3, 1, 2, 0])
+_transpose_variant("4d_0213_batched", (2, 1, 3, 2), 2, [0, 2, 1, 3])
+_transpose_variant("vec_to_3d", (3,), 1, [2, 1, 0])
+_transpose_variant("identity", (2, 3), 1, [0, 1])
 
 
 def _reshape_variant(name, shape, bs, new):

@@ -171,6 +171,10 @@ def test_max_dim_positions_are_exact_past_float_precision():
     (lambda x: dy.mean_dim(x, [1], False, -2), ValueError, r"n must be >= 0"),
     (lambda x: dy.sum_dim(x, ["a"]), TypeError, r"sum_dim"),
     (lambda x: dy.softmax(x, 3), dy.DimensionError, r"softmax: d=3"),
+    (lambda x: dy.transpose(x), dy.DimensionError, r"transpose: dims=\[1, 0\] has 2 dimensions"),
+    (lambda x: dy.transpose(x, [0, 0, 1]), dy.DimensionError, r"not a permutation"),
+    (lambda x: dy.transpose(x, [0, 1, 2, 3, 4]), dy.DimensionError, r"not a permutation"),
+    (lambda x: dy.transpose(x, [0, 1.0, 2]), TypeError, r"transpose"),
 ])
 def test_reduction_errors(call, exc, match):
     dy.renew_cg()
