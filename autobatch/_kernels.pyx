@@ -445,53 +445,61 @@ cdef void logsumexp_bwd(Batch* b) noexcept nogil:
                 for i in range(m):
                     x.grad[i] += exp_nonpos(x.val[i] - y[i]) * dy[i]
 
+cdef inline void concat_layout(const Node* n, int* inner, int* outer) noexcept nogil:
+    """Concatenation along dimension `dim`: blocks of inner * (size along dim) elements,
+    outer of them per batch element."""
+    cdef int a, d = n.attr.axis.dim
+    inner[0] = 1
+    outer[0] = 1
+    for a in range(MAX_DIMS):
+        if a < d:
+            inner[0] *= n.d[a]
+        elif a > d:
+            outer[0] *= n.d[a]
+
 cdef void concat_fwd(Batch* b) noexcept nogil:
-    # along rows (ia == 0) or columns (ia == 1); arguments broadcast over the batch
+    # along dimension `dim`; arguments broadcast over the batch
     cdef Node* n0 = NODE(b, 0)
-    cdef int nargs = n0.nargs, bs = n0.bs, R = rows(n0), C = cols(n0)
-    cdef int j, a, k, c, off, xb
+    cdef int nargs = n0.nargs, d = n0.attr.axis.dim, m = elems(n0), T = n0.d[d]
+    cdef int inner, outer, j, a, k, o, off, xb, run
     cdef Node* x
     cdef float* y
+    concat_layout(n0, &inner, &outer)
     for j in range(b.n):
         y = NODE(b, j).val
-        for k in range(bs):
-            off = 0
-            for a in range(nargs):
-                x = ARG(b, j, a)
-                xb = 0 if x.bs == 1 else elems(x)
-                if n0.attr.axis.dim == 0:
-                    for c in range(C):
-                        memcpy(y + k * R * C + c * R + off, x.val + k * xb + c * rows(x),
-                               rows(x) * sizeof(float))
-                    off += rows(x)
-                else:
-                    memcpy(y + k * R * C + off * R, x.val + k * xb, elems(x) * sizeof(float))
-                    off += cols(x)
+        off = 0
+        for a in range(nargs):
+            x = ARG(b, j, a)
+            xb = 0 if x.bs == 1 else elems(x)
+            run = inner * x.d[d]
+            for k in range(n0.bs):
+                for o in range(outer):
+                    memcpy(y + k * m + (o * T + off) * inner, x.val + k * xb + o * run,
+                           run * sizeof(float))
+            off += x.d[d]
 
 cdef void concat_bwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
-    cdef int nargs = n0.nargs, bs = n0.bs, R = rows(n0), C = cols(n0)
-    cdef int j, a, k, c, i, off, xb
+    cdef int nargs = n0.nargs, d = n0.attr.axis.dim, m = elems(n0), T = n0.d[d]
+    cdef int inner, outer, j, a, k, o, i, off, xb, run
     cdef Node* x
     cdef float* dy
+    cdef float* dx
+    concat_layout(n0, &inner, &outer)
     for j in range(b.n):
         dy = NODE(b, j).grad
-        for k in range(bs):
-            off = 0
-            for a in range(nargs):
-                x = ARG(b, j, a)
-                xb = 0 if x.bs == 1 else elems(x)
-                if n0.attr.axis.dim == 0:
-                    if x.flags & F_NEEDS_GRAD:
-                        for c in range(C):
-                            for i in range(rows(x)):
-                                x.grad[k * xb + c * rows(x) + i] += dy[k * R * C + c * R + off + i]
-                    off += rows(x)
-                else:
-                    if x.flags & F_NEEDS_GRAD:
-                        for i in range(elems(x)):
-                            x.grad[k * xb + i] += dy[k * R * C + off * R + i]
-                    off += cols(x)
+        off = 0
+        for a in range(nargs):
+            x = ARG(b, j, a)
+            xb = 0 if x.bs == 1 else elems(x)
+            run = inner * x.d[d]
+            if x.flags & F_NEEDS_GRAD:
+                for k in range(n0.bs):
+                    for o in range(outer):
+                        dx = x.grad + k * xb + o * run
+                        for i in range(run):
+                            dx[i] += dy[k * m + (o * T + off) * inner + i]
+            off += x.d[d]
 
 cdef void concat_to_batch_fwd(Batch* b) noexcept nogil:
     cdef int nargs = NODE(b, 0).nargs, j, a, off

@@ -235,29 +235,36 @@ def concatenate_to_batch(xs):
         free(ids)
 
 
-def concatenate(xs, int d=0):
-    """Concatenate along rows (d=0) or columns (d=1)."""
-    if d not in (0, 1):
-        raise DimensionError(f"concatenate: d must be 0 or 1, got {d}")
+def concatenate(xs, d=0):
+    """Concatenate along dimension d. The arguments (padded with 1s) agree on every other
+    dimension; the result has the first one's rank, or d + 1 if larger (DyNet's rule);
+    a batch of 1 repeats over the others'."""
+    d = _as_index(d, "concatenate")
+    if not 0 <= d < MAX_DIMS:
+        raise DimensionError(f"concatenate: d={d} is not a dimension (0 to {MAX_DIMS - 1})")
+    cdef int dd = d
     cdef int32_t* ids = NULL
     cdef int32_t n = _collect(xs, "concatenate", &ids)
     cdef Node* a
     cdef Node* first = &_cg.nodes[ids[0]]
-    cdef int k, bs = first.bs
+    cdef int k, i, bs = first.bs
     cdef int64_t total = 0
-    cdef Attrs at = _axis_attr(d)
+    cdef int64_t dims[4]
+    cdef Shape shape
+    cdef Attrs at
     try:
         for k in range(n):
             a = &_cg.nodes[ids[k]]
-            if a.nd > 2 or (d == 0 and cols(a) != cols(first)) or (d == 1 and rows(a) != rows(first)):
-                raise DimensionError(f"concatenate(d={d}): argument {k} has shape {_dimstr(a)}, "
-                                     f"argument 0 has {_dimstr(first)}")
+            for i in range(MAX_DIMS):
+                if i != dd and a.d[i] != first.d[i]:
+                    raise DimensionError(f"concatenate(d={dd}): argument {k} has shape {_dimstr(a)}, "
+                                         f"argument 0 has {_dimstr(first)}")
             bs = _merge_bs("concatenate", bs, a.bs)
-            total += rows(a) if d == 0 else cols(a)
-        if d == 0:
-            shape = _matrix_shape("concatenate", total, cols(first), bs)
-        else:
-            shape = _matrix_shape("concatenate", rows(first), total, bs)
+            total += a.d[dd]
+        for i in range(MAX_DIMS):
+            dims[i] = total if i == dd else first.d[i]
+        shape = _checked_shape("concatenate", max(first.nd, dd + 1), dims, bs)
+        at = _axis_attr(dd)
         return _wrap(_cg.add_node(OP_CONCAT, n, ids, shape, 0, &at))
     finally:
         free(ids)

@@ -328,7 +328,7 @@ def _concat_ref(d):
 
 
 def _concat_nd(d):
-    return lambda shapes: max(max(len(s) for s in shapes), d + 1)
+    return lambda shapes: max(len(shapes[0]), d + 1)      # DyNet: the first argument's rank
 
 
 _nary("concatenate", lambda xs: dy.concatenate(xs, d=0), _concat_ref(0),
@@ -339,6 +339,17 @@ _nary("concatenate", lambda xs: dy.concatenate(xs, d=1), _concat_ref(1),
        "d1_batched": [((3, 2), 2), ((3,), 2)]}, _concat_nd(1))
 _nary("concatenate", dy.concatenate_cols, _concat_ref(1), {"cols": [((2,), 1), ((2, 2), 1)]},
       _concat_nd(1))
+_nary("concatenate", lambda xs: dy.concatenate(xs, d=1), _concat_ref(1),
+      {"d1_3d": [((2, 3, 2), 1), ((2, 1, 2), 1)], "d1_col_first": [((2, 1), 1), ((2,), 2)]}, _concat_nd(1))
+_nary("concatenate", lambda xs: dy.concatenate(xs, d=2), _concat_ref(2),
+      {"d2_new_axis": [((2, 3), 1), ((2, 3), 1)], "d2_3d_bcast_batch": [((2, 1, 2), 2), ((2, 1, 1), 1), ((2,), 2)],
+       "d2_rank_from_2d_first": [((2, 3), 1), ((2, 3, 2), 1)]}, _concat_nd(2))
+_nary("concatenate", lambda xs: dy.concatenate(xs, d=3), _concat_ref(3),
+      {"d3_4d": [((2, 1, 2, 2), 1), ((2, 1, 2, 1), 2)], "d3_vecs": [((3,), 1), ((3,), 1), ((3,), 1)]},
+      _concat_nd(3))
+_nary("concatenate", lambda xs: dy.concatenate(xs, d=0), _concat_ref(0),
+      {"d0_4d_batched": [((1, 2, 1, 2), 2), ((2, 2, 1, 2), 2)], "d0_rank_from_first": [((2, 3, 1), 1), ((1, 3), 1)]},
+      _concat_nd(0))
 
 
 def _concat_batch_ref(vs):

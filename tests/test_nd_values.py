@@ -175,6 +175,12 @@ def test_max_dim_positions_are_exact_past_float_precision():
     (lambda x: dy.transpose(x, [0, 0, 1]), dy.DimensionError, r"not a permutation"),
     (lambda x: dy.transpose(x, [0, 1, 2, 3, 4]), dy.DimensionError, r"not a permutation"),
     (lambda x: dy.transpose(x, [0, 1.0, 2]), TypeError, r"transpose"),
+    (lambda x: dy.concatenate([x, x], 4), dy.DimensionError, r"concatenate: d=4"),
+    (lambda x: dy.concatenate([x, dy.zeros((2, 2, 2))], 0), dy.DimensionError, r"concatenate\(d=0\)"),
+    (lambda x: dy.concatenate([x, dy.zeros((2, 3))], 1), dy.DimensionError, r"concatenate\(d=1\)"),
+    (lambda x: dy.concatenate([x, dy.zeros((2, 3, 2), batch_size=2)], 0).dim() and
+     dy.concatenate([dy.zeros(2, batch_size=2), dy.zeros(2, batch_size=3)]),
+     dy.DimensionError, r"concatenate: batch sizes 2 and 3"),
 ])
 def test_reduction_errors(call, exc, match):
     dy.renew_cg()
