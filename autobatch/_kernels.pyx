@@ -445,17 +445,16 @@ cdef void logsumexp_bwd(Batch* b) noexcept nogil:
                 for i in range(m):
                     x.grad[i] += exp_nonpos(x.val[i] - y[i]) * dy[i]
 
-cdef inline void concat_layout(const Node* n, int* inner, int* outer) noexcept nogil:
-    """Concatenation along dimension `dim`: blocks of inner * (size along dim) elements,
-    outer of them per batch element."""
-    cdef int a, d = n.attr.axis.dim
+cdef inline void along_dim(const Node* x, int d, int* inner, int* outer) noexcept nogil:
+    """x seen as (inner, x.d[d], outer) per batch element."""
+    cdef int a
     inner[0] = 1
     outer[0] = 1
     for a in range(MAX_DIMS):
         if a < d:
-            inner[0] *= n.d[a]
+            inner[0] *= x.d[a]
         elif a > d:
-            outer[0] *= n.d[a]
+            outer[0] *= x.d[a]
 
 cdef void concat_fwd(Batch* b) noexcept nogil:
     # along dimension `dim`; arguments broadcast over the batch
@@ -464,7 +463,7 @@ cdef void concat_fwd(Batch* b) noexcept nogil:
     cdef int inner, outer, j, a, k, o, off, xb, run
     cdef Node* x
     cdef float* y
-    concat_layout(n0, &inner, &outer)
+    along_dim(n0, d, &inner, &outer)
     for j in range(b.n):
         y = NODE(b, j).val
         off = 0
@@ -485,7 +484,7 @@ cdef void concat_bwd(Batch* b) noexcept nogil:
     cdef Node* x
     cdef float* dy
     cdef float* dx
-    concat_layout(n0, &inner, &outer)
+    along_dim(n0, d, &inner, &outer)
     for j in range(b.n):
         dy = NODE(b, j).grad
         off = 0
@@ -804,11 +803,9 @@ cdef void extreme_dim_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
     cdef Node* x0 = ARG(b, 0, 0)
     cdef bint is_max = n0.op == OP_MAX_DIM
-    cdef int d = n0.attr.axis.dim, a, j, k, o, t, l, p, base, best, at
-    cdef int inner = 1, L = x0.d[d], outer = 1, m = elems(x0)
-    for a in range(d):
-        inner *= x0.d[a]
-    outer = m // (inner * L)
+    cdef int d = n0.attr.axis.dim, j, k, o, t, l, p, base, best, at
+    cdef int inner, outer, L = x0.d[d], m = elems(x0)
+    along_dim(x0, d, &inner, &outer)
     cdef float* x
     cdef float* y
     cdef int32_t* pos
@@ -1236,60 +1233,77 @@ cdef void lstm_hidden_bwd(Batch* b) noexcept nogil:
 # ------------------------------------------------------------ structure ----
 
 cdef void pick_fwd(Batch* b) noexcept nogil:
-    # pick index v along dim ia; per batch element index list in ibuf
+    # the slice at index v along dimension `dim`; one index per batch element in ibuf
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, t, v, xb, m = elems(n0)
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef int d = n0.attr.axis.dim, L = x0.d[d], m = elems(n0)
+    cdef int inner, outer, j, k, o, v, xb
     cdef Node* x
+    along_dim(x0, d, &inner, &outer)
     for j in range(b.n):
         x = ARG(b, j, 0)
         xb = 0 if x.bs == 1 else elems(x)
         for k in range(n0.bs):
             v = b.ibuf[NODE(b, j).idata + k]
-            for t in range(m):
-                NODE(b, j).val[k * m + t] = x.val[k * xb + (t * rows(x) + v if n0.attr.axis.dim == 0 else v * rows(x) + t)]
+            for o in range(outer):
+                memcpy(NODE(b, j).val + k * m + o * inner, x.val + k * xb + (o * L + v) * inner,
+                       inner * sizeof(float))
 
 cdef void pick_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, t, v, xb, m = elems(n0)
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef int d = n0.attr.axis.dim, L = x0.d[d], m = elems(n0)
+    cdef int inner, outer, j, k, o, t, v, xb
     cdef Node* x
+    cdef float* dx
+    cdef float* dy
+    along_dim(x0, d, &inner, &outer)
     for j in range(b.n):
         x = ARG(b, j, 0)
         xb = 0 if x.bs == 1 else elems(x)
         for k in range(n0.bs):
             v = b.ibuf[NODE(b, j).idata + k]
-            for t in range(m):
-                x.grad[k * xb + (t * rows(x) + v if n0.attr.axis.dim == 0 else v * rows(x) + t)] += NODE(b, j).grad[k * m + t]
-
-cdef inline int range_src(Node* n0, Node* x, int s, int t) noexcept nogil:
-    # position in x (one batch element) of output element t of pick_range
-    cdef int w = rows(n0) if n0.attr.axis.dim == 0 else cols(n0)
-    if n0.attr.axis.dim == 0:
-        return (t // w) * rows(x) + s + t % w
-    return s * rows(x) + t
+            for o in range(outer):
+                dx = x.grad + k * xb + (o * L + v) * inner
+                dy = NODE(b, j).grad + k * m + o * inner
+                for t in range(inner):
+                    dx[t] += dy[t]
 
 cdef void pick_range_fwd(Batch* b) noexcept nogil:
+    # elements [s, s + w) along dimension `dim` (s per node in idata): a run of
+    # w * inner elements per outer index
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, t, m = elems(n0)
-    cdef Node* x
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef int d = n0.attr.axis.dim, L = x0.d[d], w = n0.d[d], m = elems(n0), mx = elems(x0)
+    cdef int inner, outer, j, k, o, s
+    along_dim(x0, d, &inner, &outer)
     for j in range(b.n):
-        x = ARG(b, j, 0)
+        s = NODE(b, j).idata
         for k in range(n0.bs):
-            for t in range(m):
-                NODE(b, j).val[k * m + t] = x.val[k * elems(x) + range_src(n0, x, NODE(b, j).idata, t)]
+            for o in range(outer):
+                memcpy(NODE(b, j).val + k * m + o * w * inner,
+                       ARG(b, j, 0).val + k * mx + (o * L + s) * inner, w * inner * sizeof(float))
 
 cdef void pick_range_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, t, m = elems(n0)
-    cdef Node* x
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef int d = n0.attr.axis.dim, L = x0.d[d], w = n0.d[d], m = elems(n0), mx = elems(x0)
+    cdef int inner, outer, j, k, o, s, t
+    cdef float* dx
+    cdef float* dy
+    along_dim(x0, d, &inner, &outer)
     for j in range(b.n):
-        x = ARG(b, j, 0)
+        s = NODE(b, j).idata
         for k in range(n0.bs):
-            for t in range(m):
-                x.grad[k * elems(x) + range_src(n0, x, NODE(b, j).idata, t)] += NODE(b, j).grad[k * m + t]
+            for o in range(outer):
+                dx = ARG(b, j, 0).grad + k * mx + (o * L + s) * inner
+                dy = NODE(b, j).grad + k * m + o * w * inner
+                for t in range(w * inner):
+                    dx[t] += dy[t]
 
 cdef void pick_batch_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)

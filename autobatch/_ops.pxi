@@ -468,42 +468,38 @@ def hinge_batch(Expression x, v, float m=1.0):
     return hinge(x, list(v), m)
 
 
-def pick(Expression x, v, int d=0):
-    """Element v along dimension d (DyNet: that dimension is removed)."""
-    cdef Node* n = _check(x)
-    if d not in (0, 1):
-        raise DimensionError(f"pick: d must be 0 or 1, got {d}")
+def pick(Expression e, index=0, dim=0):
+    """The slice at `index` along dimension `dim`, which is removed (DyNet's pick; its
+    keywords). A list of indices picks one per batch element (pick_batch)."""
+    cdef Node* n = _check(e)
+    cdef int k = _dim_index("pick", n, dim, "dim")
     cdef int bs = n.bs
-    if n.nd > 2:
-        raise DimensionError(f"pick: needs a vector or a matrix, got {_dimstr(n)}")
-    cdef int limit = rows(n) if d == 0 else cols(n)
-    cdef int32_t at = _index_list(v, &bs, limit, "pick")
-    cdef int out = (cols(n) if d == 0 else rows(n))
-    cdef Attrs attr = _axis_attr(d)
-    return _wrap(_cg.add_node(OP_PICK, 1, &x.idx, _matrix_shape("pick", out, 1, bs), at, &attr))
+    cdef int32_t at = _index_list(index, &bs, n.d[k], "pick")
+    n = &_cg.nodes[e.idx]
+    cdef Attrs attr = _axis_attr(k)
+    return _wrap(_cg.add_node(OP_PICK, 1, &e.idx, _without_dims("pick", n, 1 << k, bs), at, &attr))
 
 
-def pick_batch(Expression x, v, int d=0):
-    return pick(x, list(v), d)
+def pick_batch(Expression e, indices, dim=0):
+    """pick with one index per batch element (an unbatched e makes a batch of them)."""
+    return pick(e, list(indices), dim)
 
 
-def pick_range(Expression x, s, e, int d=0):
-    """Elements [s, e) along dimension d."""
+def pick_range(Expression x, s, e, d=0):
+    """Elements [s, e) along dimension d, which keeps its place with size e - s."""
     s, e = _as_index(s, "pick_range"), _as_index(e, "pick_range")
     cdef Node* n = _check(x)
-    if d not in (0, 1):
-        raise DimensionError(f"pick_range: d must be 0 or 1, got {d}")
-    if n.nd > 2:
-        raise DimensionError(f"pick_range: needs a vector or a matrix, got {_dimstr(n)}")
-    cdef int limit = rows(n) if d == 0 else cols(n)
-    if not 0 <= s < e <= limit:
-        raise IndexError(f"pick_range: range [{s}, {e}) is not inside [0, {limit})")
-    cdef Attrs attr = _axis_attr(d)
-    if d == 0:
-        shape = _matrix_shape("pick_range", e - s, cols(n), n.bs)
-    else:
-        shape = _matrix_shape("pick_range", rows(n), e - s, n.bs)
-    return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, shape, s, &attr))
+    cdef int k = _dim_index("pick_range", n, d)
+    if not 0 <= s < e <= n.d[k]:
+        raise IndexError(f"pick_range: range [{s}, {e}) is not inside [0, {n.d[k]}) "
+                         f"(dimension {k} of {_dimstr(n)})")
+    cdef Attrs attr = _axis_attr(k)
+    cdef int64_t dims[4]
+    cdef int a
+    for a in range(MAX_DIMS):
+        dims[a] = e - s if a == k else n.d[a]
+    return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, _checked_shape("pick_range", n.nd, dims, n.bs),
+                              s, &attr))
 
 
 def pick_batch_elems(Expression x, indices):

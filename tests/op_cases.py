@@ -598,7 +598,7 @@ def _pick_ref(d):
     """Element v along dimension d, that dimension removed (the rest move up)."""
     def ref(x, v):
         cols = [np.take(_column(x, k), i, axis=d) for k, i in enumerate(_per_batch(v, _out_bs(x, v)))]
-        return np.stack(cols, axis=-1)[:, :, :, None, :]
+        return np.stack(cols, axis=-1)[:, :, :, None, :]     # the dimensions after d move up
     return ref
 
 
@@ -606,20 +606,28 @@ _index_variant("pick", "d0_vec", dy.pick, _pick_ref(0), (4,), 1, lambda c: c.ins
 _index_variant("pick", "d0_mat_row", dy.pick, _pick_ref(0), (3, 2), 1, lambda c: c.instance % 3)
 _index_variant("pick", "d1_mat_col", lambda x, v: dy.pick(x, v, 1), _pick_ref(1), (3, 2), 1,
                lambda c: c.instance % 2)
-_index_variant("pick", "d1_vec", lambda x, v: dy.pick(x, v, 1), _pick_ref(1), (3,), 1, lambda c: 0)
 _index_variant("pick", "batched_list", dy.pick_batch, _pick_ref(0), (3,), 3,
                lambda c: [c.instance % 3, 0, 2])
 _index_variant("pick", "list_over_unbatched", dy.pick, _pick_ref(0), (4,), 1,
                lambda c: [1, c.instance % 4])
 _index_variant("pick", "index_operator", lambda x, v: x[v], _pick_ref(0), (4,), 1,
                lambda c: 3 - c.instance % 4)
+_index_variant("pick", "keywords_dim2_3d", lambda x, v: dy.pick(x, index=v, dim=2), _pick_ref(2),
+               (2, 3, 3), 1, lambda c: c.instance % 3, nd=2)
+_index_variant("pick", "dim1_3d_batched", lambda x, v: dy.pick(x, v, dim=1), _pick_ref(1),
+               (2, 3, 2), 2, lambda c: 2 - c.instance % 3, nd=2)
+_index_variant("pick", "pick_batch_dim3_4d", lambda x, v: dy.pick_batch(x, v, dim=3), _pick_ref(3),
+               (2, 1, 2, 3), 2, lambda c: [c.instance % 3, 1], nd=3)
+_index_variant("pick", "dim0_col", dy.pick, _pick_ref(0), (3, 1), 1, lambda c: c.instance % 3)
+_index_variant("pick", "pick_batch_over_unbatched_matrix", lambda x, v: dy.pick_batch(x, v, dim=1),
+               _pick_ref(1), (2, 3), 1, lambda c: [0, c.instance % 3])
 
 
-def _pick_range_variant(name, shape, bs, d, s, e, nd=None):
+def _pick_range_variant(name, shape, bs, d, s, e, kw=False):
     def fn(c):
         x = c.arg(shape, bs=bs)
-        return (lambda: dy.pick_range(x.expr(), s, e, d)), \
-            (lambda: from_full(np.take(x.value(), range(s, e), axis=d), len(shape) if nd is None else nd))
+        return (lambda: dy.pick_range(x.expr(), s, e, d=d) if kw else dy.pick_range(x.expr(), s, e, d)), \
+            (lambda: from_full(np.take(x.value(), range(s, e), axis=d), len(shape)))
     variant("pick_range", name)(fn)
 
 
@@ -627,7 +635,11 @@ _pick_range_variant("d0_vec", (5,), 1, 0, 1, 4)
 _pick_range_variant("d0_mat", (4, 2), 1, 0, 0, 2)
 _pick_range_variant("d1_mat", (2, 4), 1, 1, 1, 3)
 _pick_range_variant("d0_batched", (4,), 2, 0, 2, 4)
-_pick_range_variant("d1_batched_mat", (2, 3), 2, 1, 0, 1, nd=1)
+_pick_range_variant("d1_batched_mat", (2, 3), 2, 1, 0, 1)
+_pick_range_variant("d2_3d", (2, 3, 4), 1, 2, 1, 3, kw=True)
+_pick_range_variant("d1_3d_batched", (2, 3, 2), 2, 1, 1, 2)
+_pick_range_variant("d3_4d", (2, 1, 2, 3), 1, 3, 0, 2)
+_pick_range_variant("d0_col", (4, 1), 1, 0, 0, 1)
 
 
 def _slice_case(c):
