@@ -116,6 +116,15 @@ cdef Shape _matrix_shape(str op, int64_t d0, int64_t d1, int64_t bs) except *:
     return _checked_shape(op, 1 if d1 == 1 else 2, d, bs)
 
 
+cdef Shape _product_shape(str op, int64_t r, int64_t c, int x_nd, int64_t bs) except *:
+    """The shape of W x, as DyNet: (r,) for a vector x, else (r, c) (a (k, 1) x gives
+    (r, 1))."""
+    cdef int64_t d[2]
+    d[0] = r
+    d[1] = c
+    return _checked_shape(op, 1 if x_nd == 1 else 2, d, bs)
+
+
 cdef Shape _shape_from(str op, object dims, int64_t bs) except *:
     """A shape from a user's tuple (or int): ints only, 1 to MAX_DIMS of them."""
     cdef int64_t d[4]
@@ -443,7 +452,7 @@ cdef Expression _matmul(Expression x, Expression y):
     cdef int32_t argv[2]
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(OP_MATMUL, 2, argv, _matrix_shape("matmul", rows(a), cols(b), bs)))
+    return _wrap(_cg.add_node(OP_MATMUL, 2, argv, _product_shape("matmul", rows(a), cols(b), b.nd, bs)))
 
 
 cdef int32_t _collect(object xs, str name, int32_t** out) except -1:

@@ -286,7 +286,7 @@ def affine_transform(xs):
     cdef Node* b = &_cg.nodes[ids[0]]
     cdef Node* w
     cdef Node* x
-    cdef int k, nrows = -1, ncols = -1, bs = b.bs
+    cdef int k, nrows = -1, ncols = -1, bs = b.bs, x_nd = _cg.nodes[ids[2]].nd
     try:
         for k in range(1, n, 2):
             w = &_cg.nodes[ids[k]]
@@ -301,7 +301,7 @@ def affine_transform(xs):
             raise DimensionError(f"affine_transform: bias of shape {_dimstr(b)} does not fit a "
                                  f"({nrows}, {ncols}) result")
         return _wrap(_cg.add_node(OP_AFFINE, n, ids,
-                                  _matrix_shape("affine_transform", nrows, ncols, bs)))
+                                  _product_shape("affine_transform", nrows, ncols, x_nd, bs)))
     finally:
         free(ids)
 
@@ -321,7 +321,7 @@ cdef Expression _pair_reduce(int op, Expression x, Expression y):
     cdef Node* a = _check(x)
     cdef Node* b = _check(y)
     name = OP_NAMES[op]
-    if not _same_dims(a, b):
+    if a.nd != b.nd or not _same_dims(a, b):     # DyNet: trailing 1s count here
         raise DimensionError(f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not match")
     cdef int bs = _bs2(name, a, b)
     cdef int32_t argv[2]

@@ -373,7 +373,8 @@ def mm(w, x):
 _MATMUL = {"vec": (((3, 4), 1), ((4,), 1)), "mat": (((3, 4), 1), ((4, 2), 1)),
            "batched_x": (((3, 4), 1), ((4,), 3)), "batched_mat_x": (((2, 3), 1), ((3, 2), 2)),
            "batched_w": (((3, 4), 3), ((4,), 1)), "batched_both": (((2, 3), 2), ((3, 2), 2)),
-           "row_times_col": (((1, 3), 1), ((3,), 1))}
+           "row_times_col": (((1, 3), 1), ((3,), 1)), "col_x": (((3, 4), 1), ((4, 1), 1)),
+           "col_times_row": (((3, 1), 1), ((1, 2), 2))}
 for _name, (_ws, _xs) in _MATMUL.items():
     def _mm_case(c, ws=_ws, xs=_xs):
         w = c.arg(ws[0], bs=ws[1], key="W")
@@ -395,7 +396,7 @@ def _affine_variant(name, bias, terms):
 
         def ref():
             out = b.value() + sum(mm(w.value(), x.value()) for w, x in ts)
-            return from_full(out, 1 if out.shape[1] == 1 else 2)
+            return from_full(out, 1 if len(terms[0][1][0]) == 1 else 2)     # W1 x1's rank
         return build, ref
     variant("affine_transform", name)(fn)
 
@@ -410,6 +411,7 @@ _affine_variant("batched_x", ((3,), 1), [(((3, 4), 1), ((4,), 3))])
 _affine_variant("batched_bias", ((3,), 2), [(((3, 4), 1), ((4,), 1))])
 _affine_variant("mixed_batch_terms", ((2,), 1), [(((2, 3), 1), ((3,), 2)), (((2, 2), 1), ((2,), 1))])
 _affine_variant("batched_w", ((2,), 1), [(((2, 3), 2), ((3,), 2))])
+_affine_variant("col_x", ((2, 1), 1), [(((2, 3), 1), ((3, 1), 1))])
 
 # -------------------------------------------------------- reductions ----
 

@@ -50,6 +50,8 @@ ERRORS = {
                       r"matmul: .*\(2, 3\).*\(2,\)"),
     "dot_shapes": (lambda W, lp: dy.dot_product(x3(), dy.zeros(4)), dy.DimensionError,
                    r"dot_product: .*\(3,\).*\(4,\)"),
+    "dot_rank": (lambda W, lp: dy.dot_product(x3(), dy.zeros((3, 1))), dy.DimensionError,
+                 r"dot_product: .*\(3,\).*\(3, 1\)"),
     "esum_shapes": (lambda W, lp: dy.esum([x3(), dy.zeros(2)]), dy.DimensionError, r"esum: .*\(2,\).*\(3,\)"),
     "concat_shapes": (lambda W, lp: dy.concatenate([dy.zeros((2, 2)), dy.zeros((2, 3))]),
                       dy.DimensionError, r"concatenate\(d=0\): .*\(2, 3\).*\(2, 2\)"),
