@@ -542,19 +542,23 @@ def transpose(Expression x, dims=[1, 0]):
     return _wrap(_cg.add_node(OP_TRANSPOSE, 1, &x.idx, _checked_shape("transpose", nd, d, n.bs), 0, &at))
 
 
-def reshape(Expression x, d, batch_size=None):
-    """The same elements (column-major) in shape d; with batch_size, the elements of
-    all batch elements are regrouped into that many (DyNet's masking idiom
-    reshape(mask, (1,), batch_size=n))."""
+def reshape(Expression x, d, batch_size=1):
+    """The same elements (column-major, the batch slowest) in shape d with batch_size
+    batch elements, as DyNet: if that does not hold all of x's elements and batch_size
+    is 1, every batch element is reshaped to d and the batch kept. So reshape(x, (6,))
+    of a (2,) x batch 3 merges the batch, reshape(x, (2,)) keeps it, and the masking
+    idiom reshape(mask, (1,), batch_size=n) spreads a vector over a batch."""
     cdef Node* n = _check(x)
-    cdef int64_t bs = n.bs if batch_size is None else _as_size(batch_size, "reshape")
-    cdef Shape shape = _shape_from("reshape", d, bs)
-    cdef int64_t total = shape.bs
-    for a in range(shape.nd):
-        total *= shape.d[a]
-    if total != n.size:
+    cdef int64_t bs = _as_size(batch_size, "reshape")
+    cdef Shape shape = _shape_from("reshape", d, 1)
+    cdef int64_t per = elems_of(shape)
+    if per * bs == n.size:
+        shape.bs = <int32_t>bs
+    elif bs == 1 and per == elems(n):
+        shape.bs = n.bs
+    else:
         raise DimensionError(f"reshape: cannot reshape {_dimstr(n)} to {tuple(d)}"
-                             + ("" if batch_size is None else f" x batch {bs}"))
+                             + ("" if bs == 1 else f" x batch {bs}"))
     return _wrap(_cg.add_node(OP_RESHAPE, 1, &x.idx, shape))
 
 

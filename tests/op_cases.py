@@ -705,6 +705,26 @@ _reshape_variant("3d_to_4d", (2, 3, 2), 1, (3, 1, 2, 2))
 _reshape_variant("4d_to_col_batched", (2, 1, 2, 2), 2, (8, 1))
 
 
+def _rebatch_variant(name, shape, bs, new, new_bs):
+    """reshape over the batch: all elements, column-major with the batch slowest."""
+    def fn(c):
+        x = c.arg(shape, bs=bs)
+
+        def ref():
+            flat = x.value().reshape(-1, order="F")
+            return from_full(flat.reshape(full_shape(new, new_bs), order="F"), len(new))
+        kw = {} if new_bs == 1 else {"batch_size": new_bs}
+        return (lambda: dy.reshape(x.expr(), new, **kw)), ref
+    variant("reshape", name)(fn)
+
+
+_rebatch_variant("merge_batch_by_default", (2,), 3, (6,), 1)
+_rebatch_variant("merge_batch_to_matrix", (2, 2), 2, (4, 2), 1)
+_rebatch_variant("spread_over_batch", (6,), 1, (2,), 3)
+_rebatch_variant("columns_to_batch", (2, 3), 1, (2,), 3)
+_rebatch_variant("regroup_batch", (2, 2), 3, (1,), 12)
+
+
 def _lookup_batch_variant(name, ids, f=dy.lookup_batch):
     def fn(c):
         lp = c.lookup(5, 3)
