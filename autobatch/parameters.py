@@ -116,8 +116,9 @@ class ParameterCollection:
                 raise ValueError(f"add_parameters: array of shape {init.shape} for shape {shape}")
             init = NumpyInitializer(init)
         initializer = resolve_initializer(init, shape, scale, mean, std)
-        p = Parameters(shape, name=self._next_name(self._name_counts, name), owner=self)
+        p = Parameters(shape, owner=self)          # checks the shape before any values are made
         p.set_value(np.asarray(initializer(shape, self._rng), dtype=np.float32))
+        p._name = self._next_name(self._name_counts, name)
         self._registry.params.append(p)
         return p
 
@@ -132,6 +133,7 @@ class ParameterCollection:
         shape = (int(dim), 1) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
         if len(shape) < 2:
             raise ValueError(f"add_lookup_parameters: shape must be (rows, dims...), got {shape}")
+        lp = LookupParameters(shape, owner=self)   # checks the shape before any values are made
         if isinstance(init, np.ndarray):
             if init.shape != shape:
                 raise ValueError(f"add_lookup_parameters: array of shape {init.shape} for shape {shape}")
@@ -141,8 +143,8 @@ class ParameterCollection:
                 raise ValueError("add_lookup_parameters: pass the numpy array itself as init "
                                  "(or use lookup_parameters_from_numpy), not a NumpyInitializer")
             values = resolve_initializer(init, shape, scale, mean, std)(shape, self._rng, lookup=True)
-        lp = LookupParameters(shape, name=self._next_name(self._name_counts, name), owner=self)
         lp.set_value(np.asarray(values, dtype=np.float32).reshape(shape))
+        lp._name = self._next_name(self._name_counts, name)
         self._registry.lookups.append(lp)
         return lp
 
