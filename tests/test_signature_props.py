@@ -6,7 +6,8 @@ equal: the op, the output shape, every attribute, the shapes of the stacked argu
 here in Python, independently of the engine; the signature ids the graph reports
 (`node_info(i)[3]`) must be equal exactly when the keys are. Shapes go up to the
 limits (4 dims + batch, fewer than 2^31 elements; dims around 2^16 and 2^21, where
-packed fields used to wrap); shapes past the limits raise DimensionError.
+packed fields used to wrap, and products close to 2^31); shapes past the limits raise
+DimensionError.
 
 Large values are made by broadcasting small leaves, (n,) + (1, m) ..., so no node's
 memory is allocated before a forward pass.
@@ -22,7 +23,7 @@ import autobatch as dy
 MAX_DIMS, LIMIT = 4, 2**31 - 1
 
 small = st.integers(1, 4)
-large = st.sampled_from([2**16 - 1, 2**16 + 1, 2**21 - 1, 2**21, 2**21 + 10])
+large = st.sampled_from([32767, 46340, 2**16 - 1, 2**16 + 1, 2**21 - 1, 2**21, 2**21 + 10])
 sizes = st.one_of(small, small, small, large)
 f32 = st.floats(-3, 3, allow_nan=False, width=32)
 
