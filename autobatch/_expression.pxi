@@ -99,12 +99,30 @@ cdef Shape _checked_shape(str op, int nd, const int64_t* d, int64_t bs) except *
     return s
 
 
+cdef Shape _with_batch(str op, Shape s, int64_t bs) except *:
+    """Shape s with bs batch elements, checked."""
+    cdef int64_t d[4]
+    cdef int a
+    for a in range(MAX_DIMS):
+        d[a] = s.d[a]
+    return _checked_shape(op, s.nd, d, bs)
+
+
 cdef Shape _matrix_shape(str op, int64_t d0, int64_t d1, int64_t bs) except *:
     """A vector (d1 == 1) or a matrix, as the 2-D ops make them."""
     cdef int64_t d[2]
     d[0] = d0
     d[1] = d1
     return _checked_shape(op, 1 if d1 == 1 else 2, d, bs)
+
+
+cdef Shape _product_shape(str op, int64_t r, int64_t c, int x_nd, int64_t bs) except *:
+    """The shape of W x, as DyNet: (r,) for a vector x, else (r, c) (a (k, 1) x gives
+    (r, 1))."""
+    cdef int64_t d[2]
+    d[0] = r
+    d[1] = c
+    return _checked_shape(op, 1 if x_nd == 1 else 2, d, bs)
 
 
 cdef Shape _shape_from(str op, object dims, int64_t bs) except *:
@@ -164,6 +182,30 @@ cdef inline Attrs _axis_attr(int dim) noexcept:
     return at
 
 
+cdef int _dim_index(str op, Node* n, object d, str what="d") except -1:
+    """A dimension of n: an int in [0, nd)."""
+    k = _as_index(d, op)
+    if not 0 <= k < n.nd:
+        raise DimensionError(f"{op}: {what}={k} is not a dimension of a value of shape "
+                             f"{_dimstr(n)} (0 to {n.nd - 1})")
+    return k
+
+
+cdef Shape _without_dims(str op, Node* n, int mask, int64_t bs) except *:
+    """n's shape without the dimensions in mask (bit k: dimension k), as DyNet's
+    delete_dims: the others keep their order; nothing left is (1,)."""
+    cdef int64_t d[4]
+    cdef int a, nd = 0
+    for a in range(n.nd):
+        if not mask & (1 << a):
+            d[nd] = n.d[a]
+            nd += 1
+    if nd == 0:
+        d[0] = 1
+        nd = 1
+    return _checked_shape(op, nd, d, bs)
+
+
 cdef inline int _merge_bs(str op, int bs, int other) except -1:
     """The batch size of an op whose arguments have batch sizes bs and other: equal,
     or one of them is 1 and broadcasts."""
@@ -212,14 +254,15 @@ cdef class Expression:
     incremental_forward = forward
 
     def value(self, recalculate=False):
-        """A float for a scalar, a list for a vector, else a numpy array."""
+        """As DyNet: a float for one number, a list for a vector (of every batch
+        element's values, one after another), else a numpy array."""
         cdef Node* n = _check(self)
         _compute(self.idx, recalculate)
         n = &_cg.nodes[self.idx]
         if n.size == 1:
             return float(n.val[0])
-        if n.nd == 1 and n.bs == 1:
-            return [float(n.val[i]) for i in range(n.d[0])]
+        if n.nd == 1:
+            return [float(n.val[i]) for i in range(n.size)]
         return _cg.value_array(self.idx, False)
 
     def npvalue(self, recalculate=False):
@@ -290,6 +333,11 @@ cdef class Expression:
 
     def __neg__(self):
         return _unary(OP_NEG, self, 0.0)
+
+    def __pow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return pow(self, other)
 
     def __getitem__(self, index):
         if isinstance(index, slice):
@@ -362,24 +410,37 @@ cdef inline Expression _unary(int op, Expression x, float value):
     return _wrap(_cg.add_node(op, 1, &x.idx, _like(n, n.bs), 0, &at))
 
 
+cdef Shape _broadcast_shape(str name, Node* a, Node* b, bint divisor_only) except *:
+    """DyNet's broadcasting of an elementwise op of a and b: along every dimension (the
+    ones past a value's rank are 1) and the batch, sizes are equal or one of them is 1
+    and repeats; the rank is the larger one. divisor_only (cdiv): only b may repeat."""
+    cdef int64_t d[4]
+    cdef int k
+    for k in range(MAX_DIMS):
+        if a.d[k] == b.d[k] or b.d[k] == 1:
+            d[k] = a.d[k]
+        elif a.d[k] == 1 and not divisor_only:
+            d[k] = b.d[k]
+        else:
+            raise DimensionError(
+                f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not broadcast (along each "
+                + ("dimension the divisor's size must be the dividend's or 1)" if divisor_only
+                   else "dimension the sizes must be equal or one of them 1)"))
+    if divisor_only and not (b.bs == a.bs or b.bs == 1):
+        raise DimensionError(f"{name}: batch sizes {a.bs} and {b.bs} do not broadcast (the "
+                             f"divisor's must be the dividend's or 1)")
+    return _checked_shape(name, max(a.nd, b.nd), d, _bs2(name, a, b))
+
+
 cdef Expression _binary(int op, Expression x, Expression y):
-    """Elementwise op with broadcasting of a single element or a single batch element."""
+    """An elementwise op of two arguments, broadcast as DyNet does."""
     cdef Node* a = _check(x)
     cdef Node* b = _check(y)
+    cdef Shape shape = _broadcast_shape(OP_NAMES[op], a, b, op == OP_CDIV)
     cdef int32_t argv[2]
-    cdef Node* shape = a
-    name = OP_NAMES[op]
-    if not _same_dims(a, b):
-        if elems(b) == 1:
-            shape = a
-        elif elems(a) == 1:
-            shape = b
-        else:
-            raise DimensionError(f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not match")
-    cdef int bs = _bs2(name, a, b)
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(op, 2, argv, _like(shape, bs)))
+    return _wrap(_cg.add_node(op, 2, argv, shape))
 
 
 cdef Expression _matmul(Expression x, Expression y):
@@ -391,7 +452,7 @@ cdef Expression _matmul(Expression x, Expression y):
     cdef int32_t argv[2]
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(OP_MATMUL, 2, argv, _matrix_shape("matmul", rows(a), cols(b), bs)))
+    return _wrap(_cg.add_node(OP_MATMUL, 2, argv, _product_shape("matmul", rows(a), cols(b), b.nd, bs)))
 
 
 cdef int32_t _collect(object xs, str name, int32_t** out) except -1:

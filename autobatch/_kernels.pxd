@@ -24,7 +24,8 @@ cdef enum OpId:
     OP_MATMUL
     # reductions
     OP_SUM_ELEMS, OP_MEAN_ELEMS, OP_SQUARED_NORM, OP_L2_NORM, OP_DOT,
-    OP_SQUARED_DISTANCE, OP_BINARY_LOG_LOSS, OP_MAX_DIM, OP_SUM_BATCHES
+    OP_SQUARED_DISTANCE, OP_BINARY_LOG_LOSS, OP_MAX_DIM, OP_MIN_DIM, OP_SUM_BATCHES,
+    OP_SUM_DIM, OP_MEAN_DIM
     # softmax family and losses
     OP_SOFTMAX, OP_LOG_SOFTMAX, OP_PICKNLS, OP_HINGE
     # fused recurrent cells: gate activations, cell update, hidden output
@@ -63,6 +64,13 @@ ctypedef struct ScalarAttr:       # the constant of an elementwise op's math lin
 ctypedef struct AxisAttr:         # ops along one dimension (concatenate, pick, max_dim ...)
     int32_t dim
 
+ctypedef struct ReduceAttr:       # sum_dim, mean_dim: the dimensions summed over
+    int32_t mask                  # bit k: dimension k (k < MAX_DIMS); bit MAX_DIMS: the batch
+    float scale                   # the sums are multiplied by it (mean_dim: 1 / n)
+
+ctypedef struct PermAttr:         # transpose: output dimension k is input dimension perm[k]
+    int32_t perm[4]
+
 ctypedef struct MarginAttr:
     float margin
 
@@ -82,6 +90,8 @@ ctypedef struct PoolAttr:         # maxpooling2d
 ctypedef union Attrs:
     ScalarAttr scalar
     AxisAttr axis
+    ReduceAttr reduce
+    PermAttr transpose
     MarginAttr hinge
     GatesAttr gates
     ConvAttr conv

@@ -137,57 +137,113 @@ cdef void unary_bwd(Batch* b) noexcept nogil:
     for j in range(b.n):
         f(ARG(b, j, 0).grad, ARG(b, j, 0).val, NODE(b, j).val, NODE(b, j).grad, n0.size, n0.attr.scalar.value)
 
-ctypedef struct Strides:
-    int m, bs                 # output elements per batch element, batch size
-    int xi, xb, yi, yb        # argument strides over elements and over the batch
+# Binary elementwise ops broadcast as DyNet does: along every dimension (the batch
+# included) an argument has the output's size or 1. The loops over the output are planned
+# once per batch (every node of a batch has the same shapes): unit dimensions are dropped
+# and neighbours merged while every operand stays contiguous across them, so without
+# broadcasting the whole value is one run, one call of the _elementwise.h loop per node.
 
-cdef inline Strides binary_strides(Batch* b) noexcept nogil:
-    # an argument with one element is repeated over the elements, one with one batch
-    # element over the batch
-    cdef Strides s
-    cdef Node* z = NODE(b, 0)
-    cdef Node* x = ARG(b, 0, 0)
-    cdef Node* y = ARG(b, 0, 1)
-    s.m = elems(z)
-    s.bs = z.bs
-    s.xi = 0 if elems(x) == 1 else 1
-    s.xb = 0 if x.bs == 1 else elems(x)
-    s.yi = 0 if elems(y) == 1 else 1
-    s.yb = 0 if y.bs == 1 else elems(y)
-    if s.xi == 1 and s.yi == 1 and s.xb == s.m and s.yb == s.m:
-        s.m *= s.bs           # no broadcasting: the batch is one run of elements
-        s.bs = 1
-    return s
+ctypedef struct Plan:
+    int n                     # loops; loop 0 is the innermost, one run of the elementwise loop
+    int size[5]               # iterations of each loop
+    int sz[5]                 # element strides of the output ...
+    int sx[5]                 # ... and of the two arguments (0: broadcast)
+    int sy[5]
+
+ctypedef struct Cursor:       # position in the outer loops and the offsets of the current run
+    int i[5]
+    int z, x, y
+
+cdef inline int dim_or_batch(const Node* n, int a) noexcept nogil:
+    return n.d[a] if a < MAX_DIMS else n.bs
+
+cdef Plan binary_plan(const Node* z, const Node* x, const Node* y) noexcept nogil:
+    cdef Plan p
+    cdef int a, k, size, wx, wy, tz = 1, tx = 1, ty = 1
+    p.n = 0
+    for a in range(MAX_DIMS + 1):
+        size = dim_or_batch(z, a)
+        if size > 1:
+            wx = tx if dim_or_batch(x, a) > 1 else 0
+            wy = ty if dim_or_batch(y, a) > 1 else 0
+            k = p.n - 1
+            if k >= 0 and tz == p.sz[k] * p.size[k] and wx == p.sx[k] * p.size[k] \
+                    and wy == p.sy[k] * p.size[k]:
+                p.size[k] *= size
+            else:
+                p.size[p.n] = size
+                p.sz[p.n] = tz
+                p.sx[p.n] = wx
+                p.sy[p.n] = wy
+                p.n += 1
+        tz *= size
+        tx *= dim_or_batch(x, a)
+        ty *= dim_or_batch(y, a)
+    if p.n == 0:              # a single element
+        p.n = 1
+        p.size[0] = p.sz[0] = p.sx[0] = p.sy[0] = 1
+    return p
+
+cdef inline bint next_run(const Plan* p, Cursor* c) noexcept nogil:
+    """Step the outer loops (1 .. n-1) to the next run; False after the last one."""
+    cdef int a
+    for a in range(1, p.n):
+        c.i[a] += 1
+        c.z += p.sz[a]
+        c.x += p.sx[a]
+        c.y += p.sy[a]
+        if c.i[a] < p.size[a]:
+            return True
+        c.i[a] = 0
+        c.z -= p.sz[a] * p.size[a]
+        c.x -= p.sx[a] * p.size[a]
+        c.y -= p.sy[a] * p.size[a]
+    return False
 
 cdef void binary_fwd(Batch* b) noexcept nogil:
     cdef ab_binary_fwd f = OPS[NODE(b, 0).op].bfwd
-    cdef Strides s = binary_strides(b)
-    cdef int j, k
+    cdef Plan p = binary_plan(NODE(b, 0), ARG(b, 0, 0), ARG(b, 0, 1))
+    cdef Cursor c
+    cdef float* z
+    cdef float* x
+    cdef float* y
+    cdef int j
     for j in range(b.n):
-        for k in range(s.bs):
-            f(NODE(b, j).val + k * s.m, ARG(b, j, 0).val + k * s.xb, s.xi,
-              ARG(b, j, 1).val + k * s.yb, s.yi, s.m)
+        z = NODE(b, j).val
+        x = ARG(b, j, 0).val
+        y = ARG(b, j, 1).val
+        memset(&c, 0, sizeof(Cursor))
+        while True:
+            f(z + c.z, x + c.x, p.sx[0], y + c.y, p.sy[0], p.size[0])
+            if not next_run(&p, &c):
+                break
 
 cdef void binary_bwd(Batch* b) noexcept nogil:
+    # a broadcast argument's gradient sums over the positions it was repeated at
     cdef int op = NODE(b, 0).op
-    cdef Strides s = binary_strides(b)
-    cdef bint want_x = batch_arg_needs_grad(b, 0)
-    cdef bint want_y = batch_arg_needs_grad(b, 1)
-    cdef int j, k
+    cdef Plan p = binary_plan(NODE(b, 0), ARG(b, 0, 0), ARG(b, 0, 1))
+    cdef Cursor c
     cdef Node* x
     cdef Node* y
     cdef Node* z
+    cdef bint want_x, want_y
+    cdef int j
     for j in range(b.n):
         x = ARG(b, j, 0)
         y = ARG(b, j, 1)
         z = NODE(b, j)
-        for k in range(s.bs):
+        want_x = (x.flags & F_NEEDS_GRAD) != 0
+        want_y = (y.flags & F_NEEDS_GRAD) != 0
+        memset(&c, 0, sizeof(Cursor))
+        while True:
             if want_x:
-                OPS[op].bbwd_x(x.grad + k * s.xb, s.xi, x.val + k * s.xb, s.xi, y.val + k * s.yb,
-                               s.yi, z.val + k * s.m, z.grad + k * s.m, s.m)
+                OPS[op].bbwd_x(x.grad + c.x, p.sx[0], x.val + c.x, p.sx[0], y.val + c.y, p.sy[0],
+                               z.val + c.z, z.grad + c.z, p.size[0])
             if want_y:
-                OPS[op].bbwd_y(y.grad + k * s.yb, s.yi, x.val + k * s.xb, s.xi, y.val + k * s.yb,
-                               s.yi, z.val + k * s.m, z.grad + k * s.m, s.m)
+                OPS[op].bbwd_y(y.grad + c.y, p.sy[0], x.val + c.x, p.sx[0], y.val + c.y, p.sy[0],
+                               z.val + c.z, z.grad + c.z, p.size[0])
+            if not next_run(&p, &c):
+                break
 
 cdef void no_bwd(Batch* b) noexcept nogil:
     pass
@@ -322,53 +378,60 @@ cdef void logsumexp_bwd(Batch* b) noexcept nogil:
                 for i in range(m):
                     x.grad[i] += exp_nonpos(x.val[i] - y[i]) * dy[i]
 
+cdef inline void along_dim(const Node* x, int d, int* inner, int* outer) noexcept nogil:
+    """x seen as (inner, x.d[d], outer) per batch element."""
+    cdef int a
+    inner[0] = 1
+    outer[0] = 1
+    for a in range(MAX_DIMS):
+        if a < d:
+            inner[0] *= x.d[a]
+        elif a > d:
+            outer[0] *= x.d[a]
+
 cdef void concat_fwd(Batch* b) noexcept nogil:
-    # along rows (ia == 0) or columns (ia == 1); arguments broadcast over the batch
+    # along dimension `dim`; arguments broadcast over the batch
     cdef Node* n0 = NODE(b, 0)
-    cdef int nargs = n0.nargs, bs = n0.bs, R = rows(n0), C = cols(n0)
-    cdef int j, a, k, c, off, xb
+    cdef int nargs = n0.nargs, d = n0.attr.axis.dim, m = elems(n0), T = n0.d[d]
+    cdef int inner, outer, j, a, k, o, off, xb, run
     cdef Node* x
     cdef float* y
+    along_dim(n0, d, &inner, &outer)
     for j in range(b.n):
         y = NODE(b, j).val
-        for k in range(bs):
-            off = 0
-            for a in range(nargs):
-                x = ARG(b, j, a)
-                xb = 0 if x.bs == 1 else elems(x)
-                if n0.attr.axis.dim == 0:
-                    for c in range(C):
-                        memcpy(y + k * R * C + c * R + off, x.val + k * xb + c * rows(x),
-                               rows(x) * sizeof(float))
-                    off += rows(x)
-                else:
-                    memcpy(y + k * R * C + off * R, x.val + k * xb, elems(x) * sizeof(float))
-                    off += cols(x)
+        off = 0
+        for a in range(nargs):
+            x = ARG(b, j, a)
+            xb = 0 if x.bs == 1 else elems(x)
+            run = inner * x.d[d]
+            for k in range(n0.bs):
+                for o in range(outer):
+                    memcpy(y + k * m + (o * T + off) * inner, x.val + k * xb + o * run,
+                           run * sizeof(float))
+            off += x.d[d]
 
 cdef void concat_bwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
-    cdef int nargs = n0.nargs, bs = n0.bs, R = rows(n0), C = cols(n0)
-    cdef int j, a, k, c, i, off, xb
+    cdef int nargs = n0.nargs, d = n0.attr.axis.dim, m = elems(n0), T = n0.d[d]
+    cdef int inner, outer, j, a, k, o, i, off, xb, run
     cdef Node* x
     cdef float* dy
+    cdef float* dx
+    along_dim(n0, d, &inner, &outer)
     for j in range(b.n):
         dy = NODE(b, j).grad
-        for k in range(bs):
-            off = 0
-            for a in range(nargs):
-                x = ARG(b, j, a)
-                xb = 0 if x.bs == 1 else elems(x)
-                if n0.attr.axis.dim == 0:
-                    if x.flags & F_NEEDS_GRAD:
-                        for c in range(C):
-                            for i in range(rows(x)):
-                                x.grad[k * xb + c * rows(x) + i] += dy[k * R * C + c * R + off + i]
-                    off += rows(x)
-                else:
-                    if x.flags & F_NEEDS_GRAD:
-                        for i in range(elems(x)):
-                            x.grad[k * xb + i] += dy[k * R * C + off * R + i]
-                    off += cols(x)
+        off = 0
+        for a in range(nargs):
+            x = ARG(b, j, a)
+            xb = 0 if x.bs == 1 else elems(x)
+            run = inner * x.d[d]
+            if x.flags & F_NEEDS_GRAD:
+                for k in range(n0.bs):
+                    for o in range(outer):
+                        dx = x.grad + k * xb + o * run
+                        for i in range(run):
+                            dx[i] += dy[k * m + (o * T + off) * inner + i]
+            off += x.d[d]
 
 cdef void concat_to_batch_fwd(Batch* b) noexcept nogil:
     cdef int nargs = NODE(b, 0).nargs, j, a, off
@@ -676,41 +739,117 @@ cdef void pair_reduce_bwd(Batch* b) noexcept nogil:
                 if want_y:
                     y.grad[k * yb + i] += gv * g
 
-cdef void max_dim_fwd(Batch* b) noexcept nogil:
-    # max over rows (ia == 0, one per column) or columns (ia == 1, one per row);
-    # the winning position is kept in aux for backward
+cdef inline int32_t* int_aux(Node* n) noexcept nogil:
+    """A node's aux memory holding ints (positions), not floats."""
+    return <int32_t*>n.aux
+
+cdef void extreme_dim_fwd(Batch* b) noexcept nogil:
+    # max_dim / min_dim along dimension `dim` (removed from the output); the position of
+    # the winner, the first one on ties, is kept as an int in aux for backward
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, o, t, pos, best
-    cdef Node* x
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef bint is_max = n0.op == OP_MAX_DIM
+    cdef int d = n0.attr.axis.dim, j, k, o, t, l, p, base, best, at
+    cdef int inner, outer, L = x0.d[d], m = elems(x0)
+    along_dim(x0, d, &inner, &outer)
+    cdef float* x
     cdef float* y
-    cdef int outer, inner, so, st
+    cdef int32_t* pos
     for j in range(b.n):
-        x = ARG(b, j, 0)
+        x = ARG(b, j, 0).val
         y = NODE(b, j).val
-        NODE(b, j).aux = arena_alloc(b.arena, n0.size)
+        NODE(b, j).aux = arena_alloc(b.arena, n0.size)    # int32s take a float's room
         if NODE(b, j).aux == NULL:
             return
-        if n0.attr.axis.dim == 0:
-            outer = cols(x); inner = rows(x); so = rows(x); st = 1
-        else:
-            outer = rows(x); inner = cols(x); so = 1; st = rows(x)
-        for k in range(x.bs):
+        pos = int_aux(NODE(b, j))
+        for k in range(n0.bs):
             for o in range(outer):
-                best = k * elems(x) + o * so
-                for t in range(1, inner):
-                    pos = k * elems(x) + o * so + t * st
-                    if x.val[pos] > x.val[best]:
-                        best = pos
-                y[k * outer + o] = x.val[best]
-                NODE(b, j).aux[k * outer + o] = best
+                for t in range(inner):
+                    base = best = k * m + o * inner * L + t
+                    for l in range(1, L):
+                        p = base + l * inner
+                        if (x[p] > x[best]) if is_max else (x[p] < x[best]):
+                            best = p
+                    at = (k * outer + o) * inner + t
+                    y[at] = x[best]
+                    pos[at] = best
 
-cdef void max_dim_bwd(Batch* b) noexcept nogil:
+cdef void extreme_dim_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef int j, i
+    cdef int32_t* pos
+    cdef float* dx
+    cdef float* dy
     for j in range(b.n):
+        pos = int_aux(NODE(b, j))
+        dx = ARG(b, j, 0).grad
+        dy = NODE(b, j).grad
         for i in range(NODE(b, j).size):
-            ARG(b, j, 0).grad[<int>NODE(b, j).aux[i]] += NODE(b, j).grad[i]
+            dx[pos[i]] += dy[i]
+
+cdef void reduce_strides(const Node* x, int mask, int* size, int* ostride) noexcept nogil:
+    """Sizes of x's dimensions and batch, and their strides in the output of a sum over
+    the ones in mask (stride 0: summed over)."""
+    cdef int a, t = 1
+    for a in range(MAX_DIMS + 1):
+        size[a] = dim_or_batch(x, a)
+        if mask & (1 << a):
+            ostride[a] = 0
+        else:
+            ostride[a] = t
+            t *= size[a]
+
+cdef void sum_dim_fwd(Batch* b) noexcept nogil:
+    # sum_dim and mean_dim: y = scale * (sum of x over the dimensions in mask)
+    cdef Node* n0 = NODE(b, 0)
+    cdef float scale = n0.attr.reduce.scale
+    cdef int size[5]
+    cdef int os[5]
+    cdef int j, i, e, c3, c2, c1, c0, o
+    cdef float* x
+    cdef float* y
+    reduce_strides(ARG(b, 0, 0), n0.attr.reduce.mask, size, os)
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        memset(y, 0, n0.size * sizeof(float))
+        i = 0
+        for e in range(size[4]):
+            for c3 in range(size[3]):
+                for c2 in range(size[2]):
+                    for c1 in range(size[1]):
+                        o = e * os[4] + c3 * os[3] + c2 * os[2] + c1 * os[1]
+                        for c0 in range(size[0]):
+                            y[o + c0 * os[0]] += x[i]
+                            i += 1
+        if scale != 1.0:
+            for i in range(n0.size):
+                y[i] *= scale
+
+cdef void sum_dim_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef float scale = n0.attr.reduce.scale
+    cdef int size[5]
+    cdef int os[5]
+    cdef int j, i, e, c3, c2, c1, c0, o
+    cdef float* dx
+    cdef float* dy
+    reduce_strides(ARG(b, 0, 0), n0.attr.reduce.mask, size, os)
+    for j in range(b.n):
+        dx = ARG(b, j, 0).grad
+        dy = NODE(b, j).grad
+        i = 0
+        for e in range(size[4]):
+            for c3 in range(size[3]):
+                for c2 in range(size[2]):
+                    for c1 in range(size[1]):
+                        o = e * os[4] + c3 * os[3] + c2 * os[2] + c1 * os[1]
+                        for c0 in range(size[0]):
+                            dx[i] += scale * dy[o + c0 * os[0]]
+                            i += 1
 
 cdef void sum_batches_fwd(Batch* b) noexcept nogil:
     cdef int j, k, i, m
@@ -739,56 +878,109 @@ cdef void sum_batches_bwd(Batch* b) noexcept nogil:
 
 # ------------------------------------------------- softmax and losses ----
 
+cdef void softmax_run(float* y, const float* x, int r, bint logp) noexcept nogil:
+    """(log-)softmax of r contiguous elements."""
+    cdef float mx = fmax_of(x, r)
+    cdef double s
+    cdef int i
+    for i in range(r):
+        y[i] = exp_nonpos(x[i] - mx)
+    s = fsum(y, r)
+    if logp:
+        for i in range(r):
+            y[i] = x[i] - mx - <float>log(s)
+    else:
+        for i in range(r):
+            y[i] = y[i] / <float>s
+
+cdef void softmax_run_bwd(float* dx, const float* y, const float* dy, int r, bint logp) noexcept nogil:
+    cdef double s = 0
+    cdef int i
+    if logp:
+        for i in range(r):
+            s += dy[i]
+        for i in range(r):
+            dx[i] += dy[i] - exp_nonpos(y[i]) * <float>s
+    else:
+        for i in range(r):
+            s += dy[i] * y[i]
+        for i in range(r):
+            dx[i] += y[i] * (dy[i] - s)
+
+cdef inline void softmax_groups(const Node* n, int* inner, int* L, int* groups) noexcept nogil:
+    """Softmax along dimension `dim` normalises groups of L elements `inner` apart."""
+    cdef int a, d = n.attr.axis.dim
+    inner[0] = 1
+    for a in range(d):
+        inner[0] *= n.d[a]
+    L[0] = n.d[d]
+    groups[0] = n.size // L[0]
+
 cdef void softmax_fwd(Batch* b) noexcept nogil:
-    # column-wise over d0; log_softmax writes log-probabilities
+    # along dimension `dim` (0: each column, contiguous; else gathered); log_softmax
+    # writes log-probabilities
     cdef Node* n0 = NODE(b, 0)
     cdef bint logp = n0.op == OP_LOG_SOFTMAX
-    cdef int r = rows(n0), ncol = cols(n0) * n0.bs, j, c, i
+    cdef int inner, L, groups, j, g, l, at
+    softmax_groups(n0, &inner, &L, &groups)
+    cdef float* tx = NULL
+    cdef float* ty = NULL
     cdef float* x
     cdef float* y
-    cdef float mx
-    cdef double s
+    if inner > 1:
+        tx = arena_alloc(b.scratch, 2 * <size_t>L)
+        if tx == NULL:
+            return
+        ty = tx + L
     for j in range(b.n):
-        for c in range(ncol):
-            x = ARG(b, j, 0).val + c * r
-            y = NODE(b, j).val + c * r
-            mx = fmax_of(x, r)
-            for i in range(r):
-                y[i] = exp_nonpos(x[i] - mx)
-            s = fsum(y, r)
-            if logp:
-                for i in range(r):
-                    y[i] = x[i] - mx - <float>log(s)
-            else:
-                for i in range(r):
-                    y[i] = y[i] / <float>s
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        for g in range(groups):
+            at = (g // inner) * inner * L + g % inner
+            if inner == 1:
+                softmax_run(y + at, x + at, L, logp)
+                continue
+            for l in range(L):
+                tx[l] = x[at + l * inner]
+            softmax_run(ty, tx, L, logp)
+            for l in range(L):
+                y[at + l * inner] = ty[l]
 
 cdef void softmax_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
     cdef bint logp = n0.op == OP_LOG_SOFTMAX
-    cdef int r = rows(n0), ncol = cols(n0) * n0.bs, j, c, i
+    cdef int inner, L, groups, j, g, l, at
+    softmax_groups(n0, &inner, &L, &groups)
+    cdef float* ty = NULL
+    cdef float* tdy = NULL
+    cdef float* tdx = NULL
     cdef float* y
     cdef float* dy
     cdef float* dx
-    cdef double s
+    if inner > 1:
+        ty = arena_alloc(b.scratch, 3 * <size_t>L)
+        if ty == NULL:
+            return
+        tdy = ty + L
+        tdx = tdy + L
     for j in range(b.n):
-        for c in range(ncol):
-            y = NODE(b, j).val + c * r
-            dy = NODE(b, j).grad + c * r
-            dx = ARG(b, j, 0).grad + c * r
-            s = 0
-            if logp:
-                for i in range(r):
-                    s += dy[i]
-                for i in range(r):
-                    dx[i] += dy[i] - exp_nonpos(y[i]) * <float>s
-            else:
-                for i in range(r):
-                    s += dy[i] * y[i]
-                for i in range(r):
-                    dx[i] += y[i] * (dy[i] - s)
+        y = NODE(b, j).val
+        dy = NODE(b, j).grad
+        dx = ARG(b, j, 0).grad
+        for g in range(groups):
+            at = (g // inner) * inner * L + g % inner
+            if inner == 1:
+                softmax_run_bwd(dx + at, y + at, dy + at, L, logp)
+                continue
+            for l in range(L):
+                ty[l] = y[at + l * inner]
+                tdy[l] = dy[at + l * inner]
+                tdx[l] = 0
+            softmax_run_bwd(tdx, ty, tdy, L, logp)
+            for l in range(L):
+                dx[at + l * inner] += tdx[l]
 
 cdef void picknls_fwd(Batch* b) noexcept nogil:
     # -log softmax(x)[i] per batch element; aux keeps the softmax for backward
@@ -995,60 +1187,77 @@ cdef void lstm_hidden_bwd(Batch* b) noexcept nogil:
 # ------------------------------------------------------------ structure ----
 
 cdef void pick_fwd(Batch* b) noexcept nogil:
-    # pick index v along dim ia; per batch element index list in ibuf
+    # the slice at index v along dimension `dim`; one index per batch element in ibuf
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, t, v, xb, m = elems(n0)
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef int d = n0.attr.axis.dim, L = x0.d[d], m = elems(n0)
+    cdef int inner, outer, j, k, o, v, xb
     cdef Node* x
+    along_dim(x0, d, &inner, &outer)
     for j in range(b.n):
         x = ARG(b, j, 0)
         xb = 0 if x.bs == 1 else elems(x)
         for k in range(n0.bs):
             v = b.ibuf[NODE(b, j).idata + k]
-            for t in range(m):
-                NODE(b, j).val[k * m + t] = x.val[k * xb + (t * rows(x) + v if n0.attr.axis.dim == 0 else v * rows(x) + t)]
+            for o in range(outer):
+                memcpy(NODE(b, j).val + k * m + o * inner, x.val + k * xb + (o * L + v) * inner,
+                       inner * sizeof(float))
 
 cdef void pick_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, t, v, xb, m = elems(n0)
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef int d = n0.attr.axis.dim, L = x0.d[d], m = elems(n0)
+    cdef int inner, outer, j, k, o, t, v, xb
     cdef Node* x
+    cdef float* dx
+    cdef float* dy
+    along_dim(x0, d, &inner, &outer)
     for j in range(b.n):
         x = ARG(b, j, 0)
         xb = 0 if x.bs == 1 else elems(x)
         for k in range(n0.bs):
             v = b.ibuf[NODE(b, j).idata + k]
-            for t in range(m):
-                x.grad[k * xb + (t * rows(x) + v if n0.attr.axis.dim == 0 else v * rows(x) + t)] += NODE(b, j).grad[k * m + t]
-
-cdef inline int range_src(Node* n0, Node* x, int s, int t) noexcept nogil:
-    # position in x (one batch element) of output element t of pick_range
-    cdef int w = rows(n0) if n0.attr.axis.dim == 0 else cols(n0)
-    if n0.attr.axis.dim == 0:
-        return (t // w) * rows(x) + s + t % w
-    return s * rows(x) + t
+            for o in range(outer):
+                dx = x.grad + k * xb + (o * L + v) * inner
+                dy = NODE(b, j).grad + k * m + o * inner
+                for t in range(inner):
+                    dx[t] += dy[t]
 
 cdef void pick_range_fwd(Batch* b) noexcept nogil:
+    # elements [s, s + w) along dimension `dim` (s per node in idata): a run of
+    # w * inner elements per outer index
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, t, m = elems(n0)
-    cdef Node* x
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef int d = n0.attr.axis.dim, L = x0.d[d], w = n0.d[d], m = elems(n0), mx = elems(x0)
+    cdef int inner, outer, j, k, o, s
+    along_dim(x0, d, &inner, &outer)
     for j in range(b.n):
-        x = ARG(b, j, 0)
+        s = NODE(b, j).idata
         for k in range(n0.bs):
-            for t in range(m):
-                NODE(b, j).val[k * m + t] = x.val[k * elems(x) + range_src(n0, x, NODE(b, j).idata, t)]
+            for o in range(outer):
+                memcpy(NODE(b, j).val + k * m + o * w * inner,
+                       ARG(b, j, 0).val + k * mx + (o * L + s) * inner, w * inner * sizeof(float))
 
 cdef void pick_range_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, t, m = elems(n0)
-    cdef Node* x
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef int d = n0.attr.axis.dim, L = x0.d[d], w = n0.d[d], m = elems(n0), mx = elems(x0)
+    cdef int inner, outer, j, k, o, s, t
+    cdef float* dx
+    cdef float* dy
+    along_dim(x0, d, &inner, &outer)
     for j in range(b.n):
-        x = ARG(b, j, 0)
+        s = NODE(b, j).idata
         for k in range(n0.bs):
-            for t in range(m):
-                x.grad[k * elems(x) + range_src(n0, x, NODE(b, j).idata, t)] += NODE(b, j).grad[k * m + t]
+            for o in range(outer):
+                dx = ARG(b, j, 0).grad + k * mx + (o * L + s) * inner
+                dy = NODE(b, j).grad + k * m + o * w * inner
+                for t in range(w * inner):
+                    dx[t] += dy[t]
 
 cdef void pick_batch_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
@@ -1070,28 +1279,61 @@ cdef void pick_batch_bwd(Batch* b) noexcept nogil:
             for i in range(m):
                 dx[i] += NODE(b, j).grad[k * m + i]
 
+cdef void transpose_strides(const Node* x, const int32_t* perm, int* st) noexcept nogil:
+    """st[k]: the stride in x of output dimension k (x's dimension perm[k])."""
+    cdef int a, xs[4]
+    cdef int t = 1
+    for a in range(MAX_DIMS):
+        xs[a] = t
+        t *= x.d[a]
+    for a in range(MAX_DIMS):
+        st[a] = xs[perm[a]]
+
 cdef void transpose_fwd(Batch* b) noexcept nogil:
+    # y[o0, o1, o2, o3] = x[o at the permuted positions], per batch element
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, r, c, R = rows(n0), C = cols(n0)    # output is R x C
+    cdef int st[4]
+    cdef int m = elems(n0), j, k, i, o0, o1, o2, o3, at
+    cdef float* x
+    cdef float* y
+    transpose_strides(ARG(b, 0, 0), n0.attr.transpose.perm, st)
     for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        i = 0
         for k in range(n0.bs):
-            for c in range(C):
-                for r in range(R):
-                    NODE(b, j).val[k * R * C + c * R + r] = ARG(b, j, 0).val[k * R * C + r * C + c]
+            for o3 in range(n0.d[3]):
+                for o2 in range(n0.d[2]):
+                    for o1 in range(n0.d[1]):
+                        at = k * m + o3 * st[3] + o2 * st[2] + o1 * st[1]
+                        for o0 in range(n0.d[0]):
+                            y[i] = x[at + o0 * st[0]]
+                            i += 1
 
 cdef void transpose_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef int j, k, r, c, R = rows(n0), C = cols(n0)
+    cdef int st[4]
+    cdef int m = elems(n0), j, k, i, o0, o1, o2, o3, at
+    cdef float* dx
+    cdef float* dy
+    transpose_strides(ARG(b, 0, 0), n0.attr.transpose.perm, st)
     for j in range(b.n):
+        dx = ARG(b, j, 0).grad
+        dy = NODE(b, j).grad
+        i = 0
         for k in range(n0.bs):
-            for c in range(C):
-                for r in range(R):
-                    ARG(b, j, 0).grad[k * R * C + r * C + c] += NODE(b, j).grad[k * R * C + c * R + r]
+            for o3 in range(n0.d[3]):
+                for o2 in range(n0.d[2]):
+                    for o1 in range(n0.d[1]):
+                        at = k * m + o3 * st[3] + o2 * st[2] + o1 * st[1]
+                        for o0 in range(n0.d[0]):
+                            dx[at + o0 * st[0]] += dy[i]
+                            i += 1
 
 cdef void lookup_batch_fwd(Batch* b) noexcept nogil:
-    cdef int j, k, d = rows(NODE(b, 0))
+    cdef int j, k, d = elems(NODE(b, 0))
     cdef Node* y
     for j in range(b.n):
         y = NODE(b, j)
@@ -1099,7 +1341,7 @@ cdef void lookup_batch_fwd(Batch* b) noexcept nogil:
             memcpy(y.val + k * d, y.src + <size_t>b.ibuf[y.idata + k] * d, d * sizeof(float))
 
 cdef void lookup_batch_bwd(Batch* b) noexcept nogil:
-    cdef int j, k, i, d = rows(NODE(b, 0))
+    cdef int j, k, i, d = elems(NODE(b, 0))
     cdef Node* y
     cdef float* g
     for j in range(b.n):
@@ -1208,10 +1450,13 @@ defop(OP_L2_NORM, b"l2_norm", 1, reduce_fwd, reduce_bwd)
 defop(OP_DOT, b"dot_product", 2, pair_reduce_fwd, pair_reduce_bwd)
 defop(OP_SQUARED_DISTANCE, b"squared_distance", 2, pair_reduce_fwd, pair_reduce_bwd)
 defop(OP_BINARY_LOG_LOSS, b"binary_log_loss", 2, pair_reduce_fwd, pair_reduce_bwd)
-defop(OP_MAX_DIM, b"max_dim", 1, max_dim_fwd, max_dim_bwd, b"dim: int")
+defop(OP_MAX_DIM, b"max_dim", 1, extreme_dim_fwd, extreme_dim_bwd, b"dim: int")
+defop(OP_MIN_DIM, b"min_dim", 1, extreme_dim_fwd, extreme_dim_bwd, b"dim: int")
 defop(OP_SUM_BATCHES, b"sum_batches", 1, sum_batches_fwd, sum_batches_bwd)
+defop(OP_SUM_DIM, b"sum_dim", 1, sum_dim_fwd, sum_dim_bwd, b"mask: int, scale: float")
+defop(OP_MEAN_DIM, b"mean_dim", 1, sum_dim_fwd, sum_dim_bwd, b"mask: int, scale: float")
 
-defop(OP_SOFTMAX, b"softmax", 1, softmax_fwd, softmax_bwd)
+defop(OP_SOFTMAX, b"softmax", 1, softmax_fwd, softmax_bwd, b"dim: int")
 defop(OP_LOG_SOFTMAX, b"log_softmax", 1, softmax_fwd, softmax_bwd)
 defop(OP_PICKNLS, b"pickneglogsoftmax", 1, picknls_fwd, picknls_bwd)
 defop(OP_HINGE, b"hinge", 1, hinge_fwd, hinge_bwd, b"margin: float")
@@ -1223,7 +1468,7 @@ defop(OP_LSTM_HIDDEN, b"lstm_hidden", 2, lstm_hidden_fwd, lstm_hidden_bwd)
 defop(OP_PICK, b"pick", 1, pick_fwd, pick_bwd, b"dim: int")
 defop(OP_PICK_RANGE, b"pick_range", 1, pick_range_fwd, pick_range_bwd, b"dim: int")
 defop(OP_PICK_BATCH_ELEMS, b"pick_batch_elems", 1, pick_batch_fwd, pick_batch_bwd)
-defop(OP_TRANSPOSE, b"transpose", 1, transpose_fwd, transpose_bwd)
+defop(OP_TRANSPOSE, b"transpose", 1, transpose_fwd, transpose_bwd, b"perm: int[4]")
 defunary(OP_RESHAPE, b"reshape", b"", b"identity")
 
 defop(OP_CONV2D, b"conv2d", -1, conv2d_batch_fwd, conv2d_batch_bwd,

@@ -33,7 +33,7 @@ def lookup(LookupParameters p not None, index, update=True):
     cdef long i = _as_index(index, "lookup")
     p._row_check(i)
     cdef bint trained = update and p._updated
-    cdef int32_t n = _alias_leaf(p, OP_LOOKUP, _matrix_shape("lookup", p.row_size, 1, 1),
+    cdef int32_t n = _alias_leaf(p, OP_LOOKUP, p.row_dims,
                                  p.vptr + i * p.row_size,
                                  p.gptr + i * p.row_size if trained else NULL, <int32_t>i)
     if trained:
@@ -48,9 +48,9 @@ def lookup_batch(LookupParameters p not None, indices, update=True):
         raise ValueError("lookup_batch: needs at least one index")
     for i in idx:
         p._row_check(i)
+    cdef Shape shape = _with_batch("lookup_batch", p.row_dims, len(idx))
     cdef int32_t at = _cg.add_ints(idx, len(idx))
-    cdef int32_t n = _cg.add_node(OP_LOOKUP_BATCH, 0, NULL,
-                                  _matrix_shape("lookup_batch", p.row_size, 1, len(idx)), at)
+    cdef int32_t n = _cg.add_node(OP_LOOKUP_BATCH, 0, NULL, shape, at)
     _cg.nodes[n].src = p.vptr
     if update and p._updated:
         _cg.nodes[n].srcgrad = p.gptr
@@ -83,9 +83,13 @@ cdef int _cpu_only(object device, str where) except -1:
 
 
 def inputTensor(arr, batched=False, device=""):
-    """A constant from a numpy array (or nested lists); with batched=True the last
-    axis is the batch."""
+    """A constant from a numpy array (or nested lists) of 1 to 4 dimensions, kept as
+    given (a (3, 1) array stays (3, 1), as in DyNet); with batched=True the last axis
+    is the batch. A list of numpy arrays is a batch: one element per array."""
     _cpu_only(device, "inputTensor")
+    if isinstance(arr, list) and arr and all(isinstance(v, np.ndarray) for v in arr):
+        arr = np.stack(arr, axis=-1)
+        batched = True
     a = np.asarray(arr, dtype=np.float32)
     if not np.all(np.isfinite(a)):
         raise ValueError("inputTensor: the input holds NaN or infinity")
@@ -100,8 +104,6 @@ def inputTensor(arr, batched=False, device=""):
         shape = (1,)
     if a.size == 0:
         raise DimensionError(f"inputTensor: empty input of shape {a.shape}")
-    if len(shape) == 2 and shape[1] == 1:
-        shape = shape[:1]           # a column is a vector
     return _leaf_from_flat(np.ascontiguousarray(a.ravel(order="F")),
                            _shape_from("inputTensor", shape, bs))
 
@@ -192,6 +194,17 @@ def cmult(x, y): return _binary(OP_CMULT, _as_expr(x), _as_expr(y))
 def cdiv(x, y): return _binary(OP_CDIV, _as_expr(x), _as_expr(y))
 
 
+def colwise_add(x, bias):
+    """x + bias with the column vector bias added to every column of the matrix x."""
+    cdef Expression ex = _as_expr(x), eb = _as_expr(bias)
+    cdef Node* a = _check(ex)
+    cdef Node* b = _check(eb)
+    if a.nd != 2 or b.nd > 2 or b.d[0] != a.d[0] or b.d[1] != 1:
+        raise DimensionError(f"colwise_add: x of shape {_dimstr(a)} must be a matrix and bias "
+                             f"of shape {_dimstr(b)} a column of as many rows")
+    return _binary(OP_ADD, ex, eb)
+
+
 def pow(x, y):
     """Elementwise x ** y; y may be a one-element expression (or a number)."""
     if _is_number(y):
@@ -222,29 +235,36 @@ def concatenate_to_batch(xs):
         free(ids)
 
 
-def concatenate(xs, int d=0):
-    """Concatenate along rows (d=0) or columns (d=1)."""
-    if d not in (0, 1):
-        raise DimensionError(f"concatenate: d must be 0 or 1, got {d}")
+def concatenate(xs, d=0):
+    """Concatenate along dimension d. The arguments (padded with 1s) agree on every other
+    dimension; the result has the first one's rank, or d + 1 if larger (DyNet's rule);
+    a batch of 1 repeats over the others'."""
+    d = _as_index(d, "concatenate")
+    if not 0 <= d < MAX_DIMS:
+        raise DimensionError(f"concatenate: d={d} is not a dimension (0 to {MAX_DIMS - 1})")
+    cdef int dd = d
     cdef int32_t* ids = NULL
     cdef int32_t n = _collect(xs, "concatenate", &ids)
     cdef Node* a
     cdef Node* first = &_cg.nodes[ids[0]]
-    cdef int k, bs = first.bs
+    cdef int k, i, bs = first.bs
     cdef int64_t total = 0
-    cdef Attrs at = _axis_attr(d)
+    cdef int64_t dims[4]
+    cdef Shape shape
+    cdef Attrs at
     try:
         for k in range(n):
             a = &_cg.nodes[ids[k]]
-            if a.nd > 2 or (d == 0 and cols(a) != cols(first)) or (d == 1 and rows(a) != rows(first)):
-                raise DimensionError(f"concatenate(d={d}): argument {k} has shape {_dimstr(a)}, "
-                                     f"argument 0 has {_dimstr(first)}")
+            for i in range(MAX_DIMS):
+                if i != dd and a.d[i] != first.d[i]:
+                    raise DimensionError(f"concatenate(d={dd}): argument {k} has shape {_dimstr(a)}, "
+                                         f"argument 0 has {_dimstr(first)}")
             bs = _merge_bs("concatenate", bs, a.bs)
-            total += rows(a) if d == 0 else cols(a)
-        if d == 0:
-            shape = _matrix_shape("concatenate", total, cols(first), bs)
-        else:
-            shape = _matrix_shape("concatenate", rows(first), total, bs)
+            total += a.d[dd]
+        for i in range(MAX_DIMS):
+            dims[i] = total if i == dd else first.d[i]
+        shape = _checked_shape("concatenate", max(first.nd, dd + 1), dims, bs)
+        at = _axis_attr(dd)
         return _wrap(_cg.add_node(OP_CONCAT, n, ids, shape, 0, &at))
     finally:
         free(ids)
@@ -266,7 +286,7 @@ def affine_transform(xs):
     cdef Node* b = &_cg.nodes[ids[0]]
     cdef Node* w
     cdef Node* x
-    cdef int k, nrows = -1, ncols = -1, bs = b.bs
+    cdef int k, nrows = -1, ncols = -1, bs = b.bs, x_nd = _cg.nodes[ids[2]].nd
     try:
         for k in range(1, n, 2):
             w = &_cg.nodes[ids[k]]
@@ -281,7 +301,7 @@ def affine_transform(xs):
             raise DimensionError(f"affine_transform: bias of shape {_dimstr(b)} does not fit a "
                                  f"({nrows}, {ncols}) result")
         return _wrap(_cg.add_node(OP_AFFINE, n, ids,
-                                  _matrix_shape("affine_transform", nrows, ncols, bs)))
+                                  _product_shape("affine_transform", nrows, ncols, x_nd, bs)))
     finally:
         free(ids)
 
@@ -301,7 +321,7 @@ cdef Expression _pair_reduce(int op, Expression x, Expression y):
     cdef Node* a = _check(x)
     cdef Node* b = _check(y)
     name = OP_NAMES[op]
-    if not _same_dims(a, b):
+    if a.nd != b.nd or not _same_dims(a, b):     # DyNet: trailing 1s count here
         raise DimensionError(f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not match")
     cdef int bs = _bs2(name, a, b)
     cdef int32_t argv[2]
@@ -320,28 +340,84 @@ def sum_batches(Expression x):
     return _wrap(_cg.add_node(OP_SUM_BATCHES, 1, &x.idx, _like(n, 1)))
 
 
-def max_dim(Expression x, int d=0):
-    """Max over rows (d=0: one per column) or over columns (d=1: one per row)."""
+cdef Expression _extreme_dim(int op, Expression x, object d):
     cdef Node* n = _check(x)
-    if d not in (0, 1):
-        raise DimensionError(f"max_dim: d must be 0 or 1, got {d}")
-    if n.nd > 2:
-        raise DimensionError(f"max_dim: needs a vector or a matrix, got {_dimstr(n)}")
-    cdef int out = cols(n) if d == 0 else rows(n)
-    cdef Attrs at = _axis_attr(d)
-    return _wrap(_cg.add_node(OP_MAX_DIM, 1, &x.idx, _matrix_shape("max_dim", out, 1, n.bs), 0, &at))
+    name = OP_NAMES[op]
+    cdef int k = _dim_index(name, n, d)
+    cdef Attrs at = _axis_attr(k)
+    return _wrap(_cg.add_node(op, 1, &x.idx, _without_dims(name, n, 1 << k, n.bs), 0, &at))
 
 
-def softmax(Expression x, int d=0):
-    if d != 0:
-        raise DimensionError("softmax: only d=0 (over each column) is supported")
-    return _unary(OP_SOFTMAX, x, 0.0)
+def max_dim(Expression x, d=0):
+    """The largest element along dimension d, which is removed (DyNet's max_dim); the
+    gradient goes to the first largest."""
+    return _extreme_dim(OP_MAX_DIM, x, d)
+
+
+def min_dim(Expression x, d=0):
+    """The smallest element along dimension d, which is removed."""
+    return _extreme_dim(OP_MIN_DIM, x, d)
+
+
+cdef Expression _sum_dims(int op, Expression x, object d, object b, object n):
+    """sum_dim / mean_dim: over the dimensions in the list d, and the batch if b."""
+    cdef Node* node = _check(x)
+    name = OP_NAMES[op]
+    if isinstance(d, (int, np.integer)):
+        d = [d]
+    cdef int mask = 0, k, a
+    for v in d:
+        k = _dim_index(name, node, v)
+        if mask & (1 << k):
+            raise DimensionError(f"{name}: dimension {k} is listed twice in d={list(d)}")
+        mask |= 1 << k
+    if b:
+        mask |= 1 << MAX_DIMS
+    if mask == 0:
+        raise DimensionError(f"{name}: nothing to reduce: give dimensions in d or b=True")
+    n = _as_index(n, name)
+    if n < 0:
+        raise ValueError(f"{name}: n must be >= 0, got {n}")
+    cdef int64_t count = node.bs if b else 1
+    for a in range(node.nd):
+        if mask & (1 << a):
+            count *= node.d[a]
+    cdef Attrs at
+    memset(&at, 0, sizeof(Attrs))
+    at.reduce.mask = mask
+    at.reduce.scale = 1.0 if op == OP_SUM_DIM else 1.0 / (n if n > 0 else count)
+    return _wrap(_cg.add_node(op, 1, &x.idx, _without_dims(name, node, mask, 1 if b else node.bs),
+                              0, &at))
+
+
+def sum_dim(Expression x, d, b=False, n=0):
+    """Sum over the dimensions in the list d (removed from the shape), and over the batch
+    when b; n is unused (DyNet's signature)."""
+    return _sum_dims(OP_SUM_DIM, x, d, b, n)
+
+
+def mean_dim(Expression x, d, b=False, n=0):
+    """Mean over the dimensions in the list d (removed from the shape), and over the
+    batch when b; n > 0 divides the sum by n instead of the number of elements
+    (masking)."""
+    return _sum_dims(OP_MEAN_DIM, x, d, b, n)
+
+
+def softmax(Expression x, d=0):
+    """Softmax along dimension d: d=0 normalises each column, d=1 each row (any
+    dimension of an N-d value; DyNet stops at matrices)."""
+    cdef Node* n = _check(x)
+    cdef Attrs at = _axis_attr(_dim_index("softmax", n, d))
+    return _wrap(_cg.add_node(OP_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))
 
 
 def log_softmax(Expression x, restrict=None):
+    """Log of the softmax of each column (dimension 0), as DyNet."""
     if restrict is not None:
         raise NotImplementedError("log_softmax(restrict=...) is not supported")
-    return _unary(OP_LOG_SOFTMAX, x, 0.0)
+    cdef Node* n = _check(x)
+    cdef Attrs at = _axis_attr(0)
+    return _wrap(_cg.add_node(OP_LOG_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))
 
 
 cdef int32_t _index_list(object index, int* bs, int limit, str name) except -1:
@@ -392,42 +468,38 @@ def hinge_batch(Expression x, v, float m=1.0):
     return hinge(x, list(v), m)
 
 
-def pick(Expression x, v, int d=0):
-    """Element v along dimension d (DyNet: that dimension is removed)."""
-    cdef Node* n = _check(x)
-    if d not in (0, 1):
-        raise DimensionError(f"pick: d must be 0 or 1, got {d}")
+def pick(Expression e, index=0, dim=0):
+    """The slice at `index` along dimension `dim`, which is removed (DyNet's pick; its
+    keywords). A list of indices picks one per batch element (pick_batch)."""
+    cdef Node* n = _check(e)
+    cdef int k = _dim_index("pick", n, dim, "dim")
     cdef int bs = n.bs
-    if n.nd > 2:
-        raise DimensionError(f"pick: needs a vector or a matrix, got {_dimstr(n)}")
-    cdef int limit = rows(n) if d == 0 else cols(n)
-    cdef int32_t at = _index_list(v, &bs, limit, "pick")
-    cdef int out = (cols(n) if d == 0 else rows(n))
-    cdef Attrs attr = _axis_attr(d)
-    return _wrap(_cg.add_node(OP_PICK, 1, &x.idx, _matrix_shape("pick", out, 1, bs), at, &attr))
+    cdef int32_t at = _index_list(index, &bs, n.d[k], "pick")
+    n = &_cg.nodes[e.idx]
+    cdef Attrs attr = _axis_attr(k)
+    return _wrap(_cg.add_node(OP_PICK, 1, &e.idx, _without_dims("pick", n, 1 << k, bs), at, &attr))
 
 
-def pick_batch(Expression x, v, int d=0):
-    return pick(x, list(v), d)
+def pick_batch(Expression e, indices, dim=0):
+    """pick with one index per batch element (an unbatched e makes a batch of them)."""
+    return pick(e, list(indices), dim)
 
 
-def pick_range(Expression x, s, e, int d=0):
-    """Elements [s, e) along dimension d."""
+def pick_range(Expression x, s, e, d=0):
+    """Elements [s, e) along dimension d, which keeps its place with size e - s."""
     s, e = _as_index(s, "pick_range"), _as_index(e, "pick_range")
     cdef Node* n = _check(x)
-    if d not in (0, 1):
-        raise DimensionError(f"pick_range: d must be 0 or 1, got {d}")
-    if n.nd > 2:
-        raise DimensionError(f"pick_range: needs a vector or a matrix, got {_dimstr(n)}")
-    cdef int limit = rows(n) if d == 0 else cols(n)
-    if not 0 <= s < e <= limit:
-        raise IndexError(f"pick_range: range [{s}, {e}) is not inside [0, {limit})")
-    cdef Attrs attr = _axis_attr(d)
-    if d == 0:
-        shape = _matrix_shape("pick_range", e - s, cols(n), n.bs)
-    else:
-        shape = _matrix_shape("pick_range", rows(n), e - s, n.bs)
-    return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, shape, s, &attr))
+    cdef int k = _dim_index("pick_range", n, d)
+    if not 0 <= s < e <= n.d[k]:
+        raise IndexError(f"pick_range: range [{s}, {e}) is not inside [0, {n.d[k]}) "
+                         f"(dimension {k} of {_dimstr(n)})")
+    cdef Attrs attr = _axis_attr(k)
+    cdef int64_t dims[4]
+    cdef int a
+    for a in range(MAX_DIMS):
+        dims[a] = e - s if a == k else n.d[a]
+    return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, _checked_shape("pick_range", n.nd, dims, n.bs),
+                              s, &attr))
 
 
 def pick_batch_elems(Expression x, indices):
@@ -447,26 +519,46 @@ def pick_batch_elem(Expression x, int i):
     return pick_batch_elems(x, [i])
 
 
-def transpose(Expression x):
+def transpose(Expression x, dims=[1, 0]):
+    """Permute the dimensions: output dimension k is x's dimension dims[k]. x is seen as
+    having len(dims) dimensions (padded with 1s, or its trailing 1s dropped): the
+    default [1, 0] transposes a matrix, and turns a vector (d,) into a row (1, d)."""
     cdef Node* n = _check(x)
-    if n.nd > 2:
-        raise DimensionError(f"transpose: needs a vector or a matrix, got {_dimstr(n)}")
-    return _wrap(_cg.add_node(OP_TRANSPOSE, 1, &x.idx, _matrix_shape("transpose", cols(n), rows(n), n.bs)))
+    perm = [_as_index(v, "transpose") for v in dims]
+    cdef int k, nd = len(perm)
+    if not 1 <= nd <= MAX_DIMS or sorted(perm) != list(range(nd)):
+        raise DimensionError(f"transpose: dims={list(dims)} is not a permutation of 0 .. "
+                             f"{max(nd, 1) - 1} (1 to {MAX_DIMS} dimensions)")
+    for k in range(nd, MAX_DIMS):
+        if n.d[k] != 1:
+            raise DimensionError(f"transpose: dims={list(dims)} has {nd} dimensions, a value of "
+                                 f"shape {_dimstr(n)} has {n.nd}")
+    cdef Attrs at
+    memset(&at, 0, sizeof(Attrs))
+    cdef int64_t d[4]
+    for k in range(MAX_DIMS):
+        at.transpose.perm[k] = perm[k] if k < nd else k
+        d[k] = n.d[at.transpose.perm[k]]
+    return _wrap(_cg.add_node(OP_TRANSPOSE, 1, &x.idx, _checked_shape("transpose", nd, d, n.bs), 0, &at))
 
 
-def reshape(Expression x, d, batch_size=None):
-    """The same elements (column-major) in shape d; with batch_size, the elements of
-    all batch elements are regrouped into that many (DyNet's masking idiom
-    reshape(mask, (1,), batch_size=n))."""
+def reshape(Expression x, d, batch_size=1):
+    """The same elements (column-major, the batch slowest) in shape d with batch_size
+    batch elements, as DyNet: if that does not hold all of x's elements and batch_size
+    is 1, every batch element is reshaped to d and the batch kept. So reshape(x, (6,))
+    of a (2,) x batch 3 merges the batch, reshape(x, (2,)) keeps it, and the masking
+    idiom reshape(mask, (1,), batch_size=n) spreads a vector over a batch."""
     cdef Node* n = _check(x)
-    cdef int64_t bs = n.bs if batch_size is None else _as_size(batch_size, "reshape")
-    cdef Shape shape = _shape_from("reshape", d, bs)
-    cdef int64_t total = shape.bs
-    for a in range(shape.nd):
-        total *= shape.d[a]
-    if total != n.size:
+    cdef int64_t bs = _as_size(batch_size, "reshape")
+    cdef Shape shape = _shape_from("reshape", d, 1)
+    cdef int64_t per = elems_of(shape)
+    if per * bs == n.size:
+        shape.bs = <int32_t>bs
+    elif bs == 1 and per == elems(n):
+        shape.bs = n.bs
+    else:
         raise DimensionError(f"reshape: cannot reshape {_dimstr(n)} to {tuple(d)}"
-                             + ("" if batch_size is None else f" x batch {bs}"))
+                             + ("" if bs == 1 else f" x batch {bs}"))
     return _wrap(_cg.add_node(OP_RESHAPE, 1, &x.idx, shape))
 
 

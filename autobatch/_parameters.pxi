@@ -2,6 +2,16 @@
 
 # ------------------------------------------------------------- parameters ----
 
+cdef inline int64_t elems_of(Shape s) noexcept:
+    return <int64_t>s.d[0] * s.d[1] * s.d[2] * s.d[3]
+
+
+cdef int _checked_size(str where, int64_t n, int64_t per) except -1:
+    if n * per >= MAX_ELEMS:
+        raise DimensionError(f"{where}: {n} x {per} elements is more than one array can hold (2^31)")
+    return 0
+
+
 cdef float* _float_ptr(object arr):
     cdef float[::1] view = arr
     return &view[0] if view.shape[0] > 0 else NULL
@@ -21,13 +31,25 @@ cdef int32_t _alias_leaf(object owner, int op, Shape shape, float* val, float* g
     return i
 
 
+cdef tuple _param_shape(object shape, str where, int max_dims):
+    """A user's parameter shape (an int or 1 to max_dims positive ints) as a tuple."""
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if not 1 <= len(shape) <= max_dims:
+        raise DimensionError(f"{where}: shapes have 1 to {max_dims} dimensions, got {shape}")
+    for v in shape:
+        _as_size(v, where)
+    return tuple(int(v) for v in shape)
+
+
 cdef class Parameters:
-    """A trainable tensor. Values and gradient are fixed numpy arrays (updated in place)."""
+    """A trainable tensor of 1 to 4 dimensions. Values and gradient are fixed numpy
+    arrays (updated in place), stored column-major as DyNet does."""
     cdef readonly object _flat            # 1-D float32 storage (column-major)
     cdef readonly object _grad_flat
     cdef float* vptr
     cdef float* gptr
-    cdef int d0, d1
+    cdef tuple _shape                     # as the user gave it, trailing 1s included
+    cdef Shape dims                       # ... as a node's shape
     cdef int32_t cached_idx[2]
     cdef int32_t cached_version[2]
     cdef public object _name
@@ -35,13 +57,11 @@ cdef class Parameters:
     cdef public object _owner
 
     def __init__(self, shape, name="", owner=None):
-        shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
-        if not 1 <= len(shape) <= 2 or any(s <= 0 for s in shape):
-            raise ValueError(f"parameter shape must be 1 or 2 positive dims, got {shape}")
-        self.d0 = shape[0]
-        self.d1 = shape[1] if len(shape) == 2 else 1
-        self._flat = np.zeros(self.d0 * self.d1, dtype=np.float32)
-        self._grad_flat = np.zeros(self.d0 * self.d1, dtype=np.float32)
+        self._shape = _param_shape(shape, "parameter", MAX_DIMS)
+        self.dims = _shape_from("parameter", self._shape, 1)
+        n = elems_of(self.dims)
+        self._flat = np.zeros(n, dtype=np.float32)
+        self._grad_flat = np.zeros(n, dtype=np.float32)
         self.vptr = _float_ptr(self._flat)
         self.gptr = _float_ptr(self._grad_flat)
         self.cached_version[0] = self.cached_version[1] = -1
@@ -50,12 +70,10 @@ cdef class Parameters:
         self._owner = owner
 
     def shape(self):
-        if self.d1 == 1:
-            return (self.d0,)
-        return (self.d0, self.d1)
+        return self._shape
 
     def _view(self, arr):
-        return arr if self.d1 == 1 else arr.reshape((self.d1, self.d0)).T
+        return arr.reshape(self._shape, order="F")     # a view: the storage is column-major
 
     def as_array(self):
         """Copy of the values, shaped like the parameter."""
@@ -75,9 +93,9 @@ cdef class Parameters:
 
     def set_value(self, value):
         arr = np.asarray(value, dtype=np.float32)
-        if arr.shape != self.shape() and arr.size != self.d0 * self.d1:
-            raise ValueError(f"set_value: shape {arr.shape} does not match parameter shape {self.shape()}")
-        self._view(self._flat)[...] = arr.reshape(self.shape())
+        if arr.shape != self._shape and arr.size != self._flat.size:
+            raise ValueError(f"set_value: shape {arr.shape} does not match parameter shape {self._shape}")
+        self._view(self._flat)[...] = arr.reshape(self._shape)
 
     def zero(self):
         self._flat[:] = 0
@@ -102,7 +120,7 @@ cdef class Parameters:
         cdef int k = 0 if (update and self._updated) else 1
         if self.cached_version[k] == _version:
             return _wrap(self.cached_idx[k])
-        cdef int32_t i = _alias_leaf(self, OP_PARAM, _matrix_shape("parameter", self.d0, self.d1, 1), self.vptr,
+        cdef int32_t i = _alias_leaf(self, OP_PARAM, self.dims, self.vptr,
                                      self.gptr if k == 0 else NULL, 0)
         self.cached_idx[k] = i
         self.cached_version[k] = _version
@@ -123,13 +141,16 @@ cdef class Parameters:
 
 
 cdef class LookupParameters:
-    """A table of trainable rows; `lp[i]` looks row i up. Rows that were looked up
-    are remembered so that trainers can update only those (sparse updates)."""
-    cdef readonly object _flat
+    """A table of trainable rows; `lp[i]` looks row i up. A row has 1 to 4 dimensions
+    (a table of shape (n, d) has vector rows, (n, r, c) matrix rows ...). Rows that were
+    looked up are remembered so that trainers can update only those (sparse updates)."""
+    cdef readonly object _flat            # rows one after another, each column-major
     cdef readonly object _grad_flat
     cdef float* vptr
     cdef float* gptr
     cdef readonly int n_rows, row_size
+    cdef readonly tuple row_shape
+    cdef Shape row_dims                   # a row as a node's shape
     cdef readonly object _used_mask       # uint8 numpy array, one per row
     cdef uint8_t* used
     cdef readonly object _used_list       # rows looked up since the last clear
@@ -140,10 +161,13 @@ cdef class LookupParameters:
     cdef int32_t cached_version
 
     def __init__(self, shape, name="", owner=None):
-        shape = tuple(int(s) for s in shape)
-        if len(shape) != 2 or shape[0] <= 0 or shape[1] <= 0:
-            raise ValueError(f"lookup parameters need shape (rows, dim), got {shape}")
-        self.n_rows, self.row_size = shape
+        shape = _param_shape(shape, "lookup parameters", MAX_DIMS + 1)
+        if len(shape) < 2:
+            raise DimensionError(f"lookup parameters need a shape (rows, dims...), got {shape}")
+        self.n_rows, self.row_shape = shape[0], shape[1:]
+        self.row_dims = _shape_from("lookup parameters", self.row_shape, 1)
+        self.row_size = elems_of(self.row_dims)
+        _checked_size("lookup parameters", self.n_rows, self.row_size)
         self._flat = np.zeros(self.n_rows * self.row_size, dtype=np.float32)
         self._grad_flat = np.zeros(self.n_rows * self.row_size, dtype=np.float32)
         self.vptr = _float_ptr(self._flat)
@@ -158,17 +182,22 @@ cdef class LookupParameters:
         self.cached_version = -1
 
     def shape(self):
-        return (self.n_rows, self.row_size)
+        return (self.n_rows,) + self.row_shape
+
+    def _table(self, arr):
+        """(n_rows,) + row shape view of a flat array: row i in its npvalue() layout."""
+        k = len(self.row_shape)
+        return arr.reshape((self.n_rows,) + self.row_shape[::-1]).transpose((0,) + tuple(range(k, 0, -1)))
 
     def as_array(self):
-        return self._flat.reshape(self.n_rows, self.row_size).copy()
+        return self._table(self._flat).copy()
 
     def grad_as_array(self):
-        return self._grad_flat.reshape(self.n_rows, self.row_size).copy()
+        return self._table(self._grad_flat).copy()
 
     @property
     def values(self):
-        """Writable (rows, dim) view of the table."""
+        """Writable (rows, row_size) view of the table (each row flat, column-major)."""
         return self._flat.reshape(self.n_rows, self.row_size)
 
     @property
@@ -183,14 +212,15 @@ cdef class LookupParameters:
         self._used_mask[:] = 0
 
     def set_value(self, value):
+        """Values of shape (n_rows,) + row shape (row i as lookup(i).npvalue() shows it)."""
         arr = np.asarray(value, dtype=np.float32)
-        if arr.shape != (self.n_rows, self.row_size):
-            raise ValueError(f"set_value: shape {arr.shape} does not match {(self.n_rows, self.row_size)}")
-        self.values[...] = arr
+        if arr.shape != self.shape():
+            raise ValueError(f"set_value: shape {arr.shape} does not match {self.shape()}")
+        self._table(self._flat)[...] = arr
 
     def init_row(self, int i, row):
         self._row_check(i)
-        self.values[i] = np.asarray(row, dtype=np.float32).reshape(self.row_size)
+        self._table(self._flat)[i] = np.asarray(row, dtype=np.float32).reshape(self.row_shape)
 
     def init_from_array(self, arr):
         self.set_value(arr)
@@ -225,10 +255,10 @@ cdef class LookupParameters:
         return lookup_batch(self, ids)
 
     def expr(self, update=True):
-        """The whole table as a (dim, rows) matrix expression, as in DyNet."""
+        """The whole table as one expression of shape row shape + (rows,), as in DyNet."""
         cdef bint trained = update and self._updated
-        cdef int32_t i = _alias_leaf(self, OP_PARAM, _matrix_shape("parameter", self.row_size, self.n_rows, 1), self.vptr,
-                                     self.gptr if trained else NULL, 0)
+        cdef int32_t i = _alias_leaf(self, OP_PARAM, _shape_from("parameter", self.row_shape + (self.n_rows,), 1),
+                                     self.vptr, self.gptr if trained else NULL, 0)
         if trained:
             self._used_mask[:] = 1
         return _wrap(i)

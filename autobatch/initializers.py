@@ -1,11 +1,11 @@
 """Parameter initializers with DyNet's names, arguments and defaults.
 
 An initializer is called as ``init(shape, rng, lookup=False)`` and returns an array of
-``shape``: ``(d,)`` or ``(rows, cols)`` for parameters, ``(n_rows, dim)`` for lookup
-tables (``lookup=True``). ``rng`` is a ``numpy.random.Generator``.
+``shape``: the parameter's shape (1 to 4 dims), or ``(n_rows,) + row shape`` for
+lookup tables (``lookup=True``). ``rng`` is a ``numpy.random.Generator``.
 
-DyNet stores a lookup table as one tensor of dims ``(dim, n_rows)``; the formulas below
-(taken from dynet/param-init.cc) refer to those dims where it matters.
+DyNet stores a lookup table as one tensor of dims ``row shape + (n_rows,)``; the
+formulas below (taken from dynet/param-init.cc) refer to those dims where it matters.
 """
 import numpy as np
 
@@ -16,9 +16,9 @@ class GlorotInitializer:
     ``fan`` is the sum of the tensor's dims, leaving out the last one when
     ``is_lookup=True``:
 
-    - matrix ``(m, n)``: ``m + n``; vector ``(d,)``: ``d``;
-    - lookup table of ``n_rows`` rows of size ``dim`` (DyNet dims ``(dim, n_rows)``):
-      ``dim`` with ``is_lookup=True``, ``dim + n_rows`` with ``is_lookup=False``.
+    - matrix ``(m, n)``: ``m + n``; vector ``(d,)``: ``d``; tensor: the sum of its dims;
+    - lookup table of ``n_rows`` rows of shape ``r`` (DyNet dims ``r + (n_rows,)``):
+      ``sum(r)`` with ``is_lookup=True``, ``sum(r) + n_rows`` with ``is_lookup=False``.
 
     Note that DyNet's Python ``add_lookup_parameters`` defaults to
     ``GlorotInitializer()`` (``is_lookup=False``), and so does this library.
@@ -29,7 +29,7 @@ class GlorotInitializer:
         self.gain = float(gain)
 
     def __call__(self, shape, rng, lookup=False):
-        dims = (shape[1], shape[0]) if lookup else tuple(shape)
+        dims = tuple(shape[1:]) + (shape[0],) if lookup else tuple(shape)
         fan = sum(dims[:-1] if self.is_lookup else dims)
         if fan <= 0:
             raise ValueError(f"GlorotInitializer(is_lookup=True) needs a tensor of at least "
@@ -122,8 +122,9 @@ class FromFileInitializer:
         if vals.size != size:
             raise ValueError(f"FromFileInitializer: {self.fname!r} holds {vals.size} numbers, "
                              f"the parameter of shape {tuple(shape)} needs {size}")
-        order = "C" if lookup else "F"
-        return vals.reshape(shape, order=order)
+        if lookup:      # row after row, each column-major
+            return np.stack([r.reshape(shape[1:], order="F") for r in vals.reshape(shape[0], -1)])
+        return vals.reshape(shape, order="F")
 
 
 def resolve_initializer(init, shape, scale=1.0, mean=0.0, std=1.0, lookup=False):

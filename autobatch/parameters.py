@@ -104,7 +104,7 @@ class ParameterCollection:
         return sub
 
     def add_parameters(self, dim, init=None, name="", device="", scale=1.0, mean=0.0, std=1.0):
-        """A new parameter of shape `dim` (int or tuple of 1 or 2 ints).
+        """A new parameter of shape `dim` (int or tuple of 1 to 4 ints).
 
         `init`: None (GlorotInitializer), a number (constant), an initializer, a numpy
         array (its values), or 'glorot' / 'identity' / 'saxe' / 'uniform' (uses
@@ -116,20 +116,24 @@ class ParameterCollection:
                 raise ValueError(f"add_parameters: array of shape {init.shape} for shape {shape}")
             init = NumpyInitializer(init)
         initializer = resolve_initializer(init, shape, scale, mean, std)
-        p = Parameters(shape, name=self._next_name(self._name_counts, name), owner=self)
+        p = Parameters(shape, owner=self)          # checks the shape before any values are made
         p.set_value(np.asarray(initializer(shape, self._rng), dtype=np.float32))
+        p._name = self._next_name(self._name_counts, name)
         self._registry.params.append(p)
         return p
 
     def add_lookup_parameters(self, dim, init=None, name="", device="", scale=1.0, mean=0.0, std=1.0):
-        """A new lookup table of shape `(n_rows, dim)` (an int n means `(n, 1)`).
+        """A new lookup table of shape `(n_rows, dim)` (an int n means `(n, 1)`), or
+        `(n_rows, d0, d1 ...)` for rows of up to 4 dimensions (matrices, 3-D ...).
 
-        `init` as in `add_parameters`; a numpy array of shape `(n_rows, dim)` gives the
-        values. The default is DyNet Python's `GlorotInitializer()`."""
+        `init` as in `add_parameters`; a numpy array of the table's shape gives the
+        values (row i as `lookup(i).npvalue()` shows it). The default is DyNet Python's
+        `GlorotInitializer()`."""
         _cpu_only(device, "add_lookup_parameters")
         shape = (int(dim), 1) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
-        if len(shape) != 2:
-            raise ValueError(f"add_lookup_parameters: shape must be (rows, dim), got {shape}")
+        if len(shape) < 2:
+            raise ValueError(f"add_lookup_parameters: shape must be (rows, dims...), got {shape}")
+        lp = LookupParameters(shape, owner=self)   # checks the shape before any values are made
         if isinstance(init, np.ndarray):
             if init.shape != shape:
                 raise ValueError(f"add_lookup_parameters: array of shape {init.shape} for shape {shape}")
@@ -139,8 +143,8 @@ class ParameterCollection:
                 raise ValueError("add_lookup_parameters: pass the numpy array itself as init "
                                  "(or use lookup_parameters_from_numpy), not a NumpyInitializer")
             values = resolve_initializer(init, shape, scale, mean, std)(shape, self._rng, lookup=True)
-        lp = LookupParameters(shape, name=self._next_name(self._name_counts, name), owner=self)
         lp.set_value(np.asarray(values, dtype=np.float32).reshape(shape))
+        lp._name = self._next_name(self._name_counts, name)
         self._registry.lookups.append(lp)
         return lp
 

@@ -98,7 +98,7 @@ def _check_header(h, fname, at):
     if not isinstance(name, str) or not name.startswith("/"):
         raise bad(f"bad name {name!r}")
     if (not isinstance(shape, list) or not all(type(d) is int and d > 0 for d in shape)
-            or not (len(shape) == 2 if kind == "lookup" else 1 <= len(shape) <= 2)):
+            or not (2 <= len(shape) <= 5 if kind == "lookup" else 1 <= len(shape) <= 4)):
         raise bad(f"bad shape {shape!r} for a {kind}")
     if h.get("nbytes") != 4 * int(np.prod(shape)):
         raise bad(f"nbytes {h.get('nbytes')!r} does not match shape {shape}")

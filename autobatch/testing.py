@@ -30,7 +30,33 @@ import autobatch as dy
 from autobatch._kernels import op_info
 
 __all__ = ["gradients", "check_grad", "check_batching_invariance", "check_schedule",
-           "random_program", "program_parameters", "build_program"]
+           "random_program", "program_parameters", "build_program", "to_full", "from_full",
+           "MAX_DIMS"]
+
+MAX_DIMS = 4    # dimensions of a value besides the batch (DyNet's Dim)
+
+
+def to_full(value, shape, bs=1):
+    """A value in `npvalue()` layout (`shape`, plus a last batch axis when bs > 1) as a
+    float64 array of MAX_DIMS + 1 axes: (d0, d1, d2, d3, bs), the dimensions past
+    len(shape) being 1. In this form numpy's broadcasting is DyNet's (per dimension
+    equal or 1, the batch included) and references need not care about the rank."""
+    shape = tuple(shape)
+    if not 1 <= len(shape) <= MAX_DIMS:
+        raise ValueError(f"to_full: a shape has 1 to {MAX_DIMS} dimensions, got {shape}")
+    full = shape + (1,) * (MAX_DIMS - len(shape)) + (bs,)
+    return np.asarray(value, dtype=np.float64).reshape(full)
+
+
+def from_full(a, nd):
+    """The inverse of `to_full`: a (d0, d1, d2, d3, bs) array in the `npvalue()` layout
+    of a value of `nd` dimensions (the batch axis dropped when it is 1). The
+    dimensions past nd must be 1."""
+    a = np.asarray(a)
+    if a.ndim != MAX_DIMS + 1 or any(k != 1 for k in a.shape[nd:MAX_DIMS]):
+        raise ValueError(f"from_full: {a.shape} is not a full value of {nd} dimensions")
+    bs = a.shape[MAX_DIMS]
+    return a.reshape(a.shape[:nd] + ((bs,) if bs > 1 else ()))
 
 
 def _renew(strategy, seed):
