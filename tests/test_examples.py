@@ -27,6 +27,7 @@ SMALL = {
                     "--batch-size", "16", "--hidden", "16", "--word-dim", "16", "--char-dim", "8"],
     "parser": ["--epochs", "3", "--n-train", "64", "--n-dev", "16", "--batch-size", "16",
                "--hidden", "16", "--word-dim", "16"],
+    "cnn": ["--epochs", "4", "--n-train", "600", "--n-dev", "100"],
     "lm": ["--epochs", "3", "--n-train", "96", "--n-dev", "16", "--batch-size", "16",
            "--hidden", "16", "--word-dim", "16", "--vocab-size", "40"],
 }
@@ -111,6 +112,13 @@ def test_parser_decodes_with_mid_graph_values():
     assert results["none"]["uas"] == pytest.approx(results["agenda"]["uas"], abs=0.02)
     none, agenda = (results["agenda"]["decode_stats"][s] for s in ("none", "agenda"))
     assert agenda["batches"] < none["batches"] / 2          # later nodes still batch across sentences
+
+
+def test_cnn_learns_the_shapes():
+    result = run("cnn", "agenda")
+    assert result["accuracy"] >= 0.8            # chance is 0.2 (five shapes)
+    # both convolutions of all images of the last step (600 % 32 = 24 images): two batches
+    assert result["stats"]["batch_sizes"]["conv2d"] == {24: 2}
 
 
 def test_lm_beats_uniform():
