@@ -354,14 +354,19 @@ cdef inline Expression _as_expr(object x):
     if isinstance(x, Expression):
         return <Expression>x
     if isinstance(x, Parameters):
-        return (<Parameters>x).expr()
+        return (<Parameters>x)._expr(True)
     if isinstance(x, LookupParameters):
         return (<LookupParameters>x).expr()
     raise TypeError(f"expected an Expression, got {type(x).__name__}")
 
 
+cdef object _numpy_number = np.number
+
+
 cdef inline bint _is_number(object x):
-    return isinstance(x, (int, float)) or isinstance(x, np.number)
+    if isinstance(x, Expression) or isinstance(x, Parameters):
+        return False                    # the common case, decided without a lookup
+    return isinstance(x, (int, float)) or isinstance(x, _numpy_number)
 
 
 cdef Expression _add(object x, object y):
@@ -410,10 +415,13 @@ cdef inline Expression _unary(int op, Expression x, float value):
     return _wrap(_cg.add_node(op, 1, &x.idx, _like(n, n.bs), 0, &at))
 
 
-cdef Shape _broadcast_shape(str name, Node* a, Node* b, bint divisor_only) except *:
+cdef Shape _broadcast_shape(int op, Node* a, Node* b) except *:
     """DyNet's broadcasting of an elementwise op of a and b: along every dimension (the
     ones past a value's rank are 1) and the batch, sizes are equal or one of them is 1
-    and repeats; the rank is the larger one. divisor_only (cdiv): only b may repeat."""
+    and repeats; the rank is the larger one. cdiv: only the divisor b may repeat."""
+    if _same_dims(a, b) and a.nd >= b.nd and a.bs == b.bs:
+        return _like(a, a.bs)           # the common case: nothing broadcasts
+    cdef bint divisor_only = op == OP_CDIV
     cdef int64_t d[4]
     cdef int k
     for k in range(MAX_DIMS):
@@ -423,20 +431,20 @@ cdef Shape _broadcast_shape(str name, Node* a, Node* b, bint divisor_only) excep
             d[k] = b.d[k]
         else:
             raise DimensionError(
-                f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not broadcast (along each "
+                f"{OP_NAMES[op]}: shapes {_dimstr(a)} and {_dimstr(b)} do not broadcast (along each "
                 + ("dimension the divisor's size must be the dividend's or 1)" if divisor_only
                    else "dimension the sizes must be equal or one of them 1)"))
     if divisor_only and not (b.bs == a.bs or b.bs == 1):
-        raise DimensionError(f"{name}: batch sizes {a.bs} and {b.bs} do not broadcast (the "
-                             f"divisor's must be the dividend's or 1)")
-    return _checked_shape(name, max(a.nd, b.nd), d, _bs2(name, a, b))
+        raise DimensionError(f"{OP_NAMES[op]}: batch sizes {a.bs} and {b.bs} do not broadcast "
+                             f"(the divisor's must be the dividend's or 1)")
+    return _checked_shape(OP_NAMES[op], max(a.nd, b.nd), d, _bs2(OP_NAMES[op], a, b))
 
 
 cdef Expression _binary(int op, Expression x, Expression y):
     """An elementwise op of two arguments, broadcast as DyNet does."""
     cdef Node* a = _check(x)
     cdef Node* b = _check(y)
-    cdef Shape shape = _broadcast_shape(OP_NAMES[op], a, b, op == OP_CDIV)
+    cdef Shape shape = _broadcast_shape(op, a, b)
     cdef int32_t argv[2]
     argv[0] = x.idx
     argv[1] = y.idx

@@ -16,6 +16,8 @@ cdef class ComputationGraph:
     cdef int64_t n_args, cap_args
     cdef int32_t* ibuf                  # per-node integer data (index lists)
     cdef int64_t n_ibuf, cap_ibuf
+    cdef float** tables                 # lookup tables read by nodes: (values, gradients) pairs
+    cdef int64_t n_tables, cap_tables
     cdef list keepalive                 # Python objects whose memory nodes point into
     cdef readonly int version
     # the stages' state
@@ -45,6 +47,7 @@ cdef class ComputationGraph:
                           int32_t idata=*, const Attrs* attr=*) except -1
     cdef float* leaf_memory(self, int32_t i) except NULL
     cdef int32_t add_ints(self, object values, int count) except -1
+    cdef int32_t add_table(self, float* values, float* grads) except -1
     cdef int check_idle(self) except -1
     cdef int forward_to(self, int32_t target) except -1
     cdef int backward_from(self, int32_t target, bint full=*) except -1

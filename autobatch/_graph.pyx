@@ -52,12 +52,13 @@ cdef class ComputationGraph:
         free(self.nodes)
         free(self.args)
         free(self.ibuf)
+        free(self.tables)
         sig_free(&self.sigs)
         sched_free(&self.sched)
         log_free(&self.log)
 
     cdef void _clear(self):
-        self.n_nodes = self.n_args = self.n_ibuf = 0
+        self.n_nodes = self.n_args = self.n_ibuf = self.n_tables = 0
         sig_reset(&self.sigs)
         log_reset(&self.log)
         self.t_build = self.t_schedule = self.t_forward = self.t_backward = 0
@@ -97,6 +98,7 @@ cdef class ComputationGraph:
         b.nodes = self.nodes
         b.args = self.args
         b.ibuf = self.ibuf
+        b.tables = self.tables
         b.arena = &self.arena
         b.scratch = &self.garena
         b.rng = &self.rng
@@ -161,6 +163,19 @@ cdef class ComputationGraph:
             self.ibuf[at + k] = values[k]
         self.n_ibuf = at + count
         return <int32_t>at
+
+    cdef int32_t add_table(self, float* values, float* grads) except -1:
+        """The slot of a lookup table (its values, and gradients or NULL) in `tables`."""
+        cdef int64_t n = self.n_tables
+        if n > 0 and self.tables[2 * n - 2] == values and self.tables[2 * n - 1] == grads:
+            return <int32_t>(n - 1)
+        if n >= 1073741823:
+            raise MemoryError("autobatch: too many lookup tables in one graph")
+        self.tables = <float**>grow(self.tables, &self.cap_tables, 2 * n + 2, sizeof(float*))
+        self.tables[2 * n] = values
+        self.tables[2 * n + 1] = grads
+        self.n_tables = n + 1
+        return <int32_t>n
 
     # ---------------------------------------------------------- forward ----
 

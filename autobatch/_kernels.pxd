@@ -1,6 +1,6 @@
 # Declarations shared by the engine (_core) and the batched kernels (_kernels).
 # Kernels see only these C structs: no Python objects, no graph logic.
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from autobatch._memory cimport Arena, arena_alloc
 
 # --- op ids: one per op; the record for each lives in _kernels.pyx (OPS table) ---
@@ -96,25 +96,25 @@ ctypedef union Attrs:
     GatesAttr gates
     ConvAttr conv
     PoolAttr pool
-    int64_t words[4]              # the signature's view of the union
+    int64_t words[3]              # the signature's view of the union
 
+# One node: 96 bytes, so that the scheduler's and backward's passes over all nodes stay
+# in cache (small ints first, the 8-byte aligned attributes and pointers after).
 ctypedef struct Node:
-    int32_t op
+    int16_t op
+    int8_t nd           # shape (see Shape): nd dimensions d, times bs batch elements
+    uint8_t flags
     int32_t nargs
     int32_t args_at     # arguments: Graph.args[args_at : args_at + nargs]
-    int32_t nd          # shape (see Shape): nd dimensions d, times bs batch elements
     int32_t d[4]
     int32_t bs
     int32_t size        # elements, batch included
     int32_t sig         # interned signature id
-    Attrs attr          # typed attributes (part of the signature)
     int32_t idata       # per-node data (an index, or an offset into Graph.ibuf); not in the signature
-    int32_t flags
+    Attrs attr          # typed attributes (part of the signature)
     float* val
     float* grad
     float* aux          # kernel scratch kept from forward for backward (masks, softmax, gathers)
-    float* src          # parameter storage for LOOKUP_BATCH (values)
-    float* srcgrad      # ... and gradients (NULL: not updated)
 
 cdef inline int rows(const Node* x) noexcept nogil:
     return x.d[0]
@@ -151,6 +151,7 @@ ctypedef struct Batch:
     Node* nodes         # the graph's node array
     int32_t* args       # the graph's argument array
     int32_t* ibuf       # the graph's per-node integer data
+    float** tables      # lookup_batch: the tables its nodes read (values, gradients or NULL)
     int32_t* ids        # ids of the nodes of this batch, ascending
     int n               # number of nodes in the batch
     float* block        # outputs (forward) or their grads (backward), contiguous n * size;

@@ -1332,24 +1332,31 @@ cdef void transpose_bwd(Batch* b) noexcept nogil:
                             dx[at + o0 * st[0]] += dy[i]
                             i += 1
 
+# A lookup_batch node's ibuf data: the slot of its table in b.tables (values at
+# 2 * slot, gradients or NULL at 2 * slot + 1), then one row index per batch element.
+
 cdef void lookup_batch_fwd(Batch* b) noexcept nogil:
     cdef int j, k, d = elems(NODE(b, 0))
     cdef Node* y
+    cdef const float* table
     for j in range(b.n):
         y = NODE(b, j)
+        table = b.tables[2 * b.ibuf[y.idata]]
         for k in range(y.bs):
-            memcpy(y.val + k * d, y.src + <size_t>b.ibuf[y.idata + k] * d, d * sizeof(float))
+            memcpy(y.val + k * d, table + <size_t>b.ibuf[y.idata + 1 + k] * d, d * sizeof(float))
 
 cdef void lookup_batch_bwd(Batch* b) noexcept nogil:
     cdef int j, k, i, d = elems(NODE(b, 0))
     cdef Node* y
+    cdef float* grads
     cdef float* g
     for j in range(b.n):
         y = NODE(b, j)
-        if y.srcgrad == NULL:
+        grads = b.tables[2 * b.ibuf[y.idata] + 1]
+        if grads == NULL:
             continue
         for k in range(y.bs):
-            g = y.srcgrad + <size_t>b.ibuf[y.idata + k] * d
+            g = grads + <size_t>b.ibuf[y.idata + 1 + k] * d
             for i in range(d):
                 g[i] += y.grad[k * d + i]
 
@@ -1479,8 +1486,10 @@ defop(OP_MAXPOOL2D, b"maxpooling2d", 1, maxpool2d_batch_fwd, maxpool2d_batch_bwd
 for _op in range(<int>N_OPS):
     if OPS[_op].name == NULL:
         raise RuntimeError(f"op {_op} has no record")
-if sizeof(Attrs) != 4 * sizeof(int64_t):
-    raise RuntimeError("Attrs must be exactly the 4 words the signature compares")
+if sizeof(Attrs) != 3 * sizeof(int64_t):
+    raise RuntimeError("Attrs must be exactly the 3 words the signature compares")
+if sizeof(Node) != 96:
+    raise RuntimeError(f"a Node is {sizeof(Node)} bytes, not 96")
 
 
 def op_names():

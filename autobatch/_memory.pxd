@@ -21,4 +21,11 @@ cdef void arena_reset(Arena* a) noexcept nogil
 cdef void arena_free(Arena* a) noexcept nogil
 cdef size_t arena_capacity(const Arena* a) noexcept nogil
 
-cdef void* grow(void* p, int64_t* cap, int64_t need, size_t item) except NULL
+cdef void* grow_slow(void* p, int64_t* cap, int64_t need, size_t item) except NULL
+
+cdef inline void* grow(void* p, int64_t* cap, int64_t need, size_t item) except NULL:
+    """Room for `need` items of p (doubling); MemoryError instead of a crash. The
+    common case, enough room already, costs one comparison."""
+    if need <= cap[0] and p != NULL:
+        return p
+    return grow_slow(p, cap, need, item)

@@ -118,11 +118,8 @@ cdef size_t arena_capacity(const Arena* a) noexcept nogil:
     return total
 
 
-cdef void* grow(void* p, int64_t* cap, int64_t need, size_t item) except NULL:
-    """Make room for `need` items, doubling; raises MemoryError instead of crashing."""
+cdef void* grow_slow(void* p, int64_t* cap, int64_t need, size_t item) except NULL:
     cdef int64_t c = cap[0]
-    if need <= c and p != NULL:
-        return p
     if c < 16:
         c = 16
     while c < need:

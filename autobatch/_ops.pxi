@@ -49,11 +49,11 @@ def lookup_batch(LookupParameters p not None, indices, update=True):
     for i in idx:
         p._row_check(i)
     cdef Shape shape = _with_batch("lookup_batch", p.row_dims, len(idx))
-    cdef int32_t at = _cg.add_ints(idx, len(idx))
+    cdef bint trained = update and p._updated
+    cdef int32_t slot = _cg.add_table(p.vptr, p.gptr if trained else NULL)
+    cdef int32_t at = _cg.add_ints([slot] + idx, len(idx) + 1)
     cdef int32_t n = _cg.add_node(OP_LOOKUP_BATCH, 0, NULL, shape, at)
-    _cg.nodes[n].src = p.vptr
-    if update and p._updated:
-        _cg.nodes[n].srcgrad = p.gptr
+    if trained:
         _cg.nodes[n].flags |= F_NEEDS_GRAD
         for i in idx:
             p.used[i] = 1

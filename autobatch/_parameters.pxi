@@ -117,6 +117,9 @@ cdef class Parameters:
 
     def expr(self, update=True):
         """The parameter as an Expression of the current graph (one node per graph)."""
+        return self._expr(update)
+
+    cdef Expression _expr(self, bint update):
         cdef int k = 0 if (update and self._updated) else 1
         if self.cached_version[k] == _version:
             return _wrap(self.cached_idx[k])

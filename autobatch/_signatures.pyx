@@ -13,11 +13,14 @@ from autobatch._nodes cimport arg_id
 
 cdef const OpDef* OPS = op_table()
 
-# a key: op, nargs, the shape (3 words), the attributes (4 words), then 3 words per
-# argument (its shape, or -1 - its node id when shared by identity)
+# A key: op and nargs (one word), the node's shape (3 words), the attribute union (3
+# words, only for ops that have attributes), then per argument its shape (3 words) or,
+# when the record shares it by identity, -1 - its node id (1 word). The op's record
+# fixes the layout, so keys of one op line up word for word and keys of different ops
+# differ in word 0.
 cdef enum:
-    KEY_HEAD = 9
-    KEY_PER_ARG = 3
+    KEY_MAX_HEAD = 7
+    KEY_MAX_PER_ARG = 3
 
 
 cdef inline void shape_words(const Node* n, int64_t* out) noexcept nogil:
@@ -31,30 +34,44 @@ cdef int build_key(SigTable* t, const NodeView* v, int32_t i) except -1:
     """The key of node i in t.keybuf; returns its length."""
     cdef const Node* n = &v.nodes[i]
     cdef const OpDef* od = &OPS[n.op]
-    cdef int64_t need = KEY_HEAD + KEY_PER_ARG * n.nargs
-    cdef int a, k
+    cdef int a, k, at
     cdef int32_t arg
-    t.keybuf = <int64_t*>grow(t.keybuf, &t.cap_keybuf, need, sizeof(int64_t))
+    t.keybuf = <int64_t*>grow(t.keybuf, &t.cap_keybuf,
+                              KEY_MAX_HEAD + KEY_MAX_PER_ARG * n.nargs, sizeof(int64_t))
     cdef int64_t* key = t.keybuf
-    key[0] = n.op
-    key[1] = n.nargs
-    shape_words(n, key + 2)
-    for k in range(4):
-        key[5 + k] = n.attr.words[k]
+    key[0] = (<int64_t>n.op) | ((<int64_t>n.nargs) << 32)
+    shape_words(n, key + 1)
+    at = 4
+    if od.attrs[0] != 0:
+        for k in range(3):
+            key[at + k] = n.attr.words[k]
+        at += 3
     for a in range(n.nargs):
         arg = arg_id(v, i, a)
         if arg_is_shared(od, a):
-            key[KEY_HEAD + KEY_PER_ARG * a] = -1 - <int64_t>arg
-            key[KEY_HEAD + KEY_PER_ARG * a + 1] = 0
-            key[KEY_HEAD + KEY_PER_ARG * a + 2] = 0
+            key[at] = -1 - <int64_t>arg
+            at += 1
         else:
-            shape_words(&v.nodes[arg], key + KEY_HEAD + KEY_PER_ARG * a)
-    return <int>need
+            shape_words(&v.nodes[arg], key + at)
+            at += 3
+    return at
 
 
-cdef inline uint64_t mix(uint64_t h, uint64_t x) noexcept nogil:
-    h ^= x + <uint64_t>0x9E3779B97F4A7C15 + (h << 6) + (h >> 2)
-    return h * <uint64_t>0xBF58476D1CE4E5B9
+# one multiplier per position (mod 8): the products are independent, so hashing a key
+# is a short chain of adds, not one multiply per word in sequence
+cdef uint64_t[8] MULTIPLIERS = [
+    0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93,
+    0xA0761D6478BD642F, 0xE7037ED1A0B428DB, 0x8EBC6AF09C88C6E3, 0x589965CC75374CC3]
+
+
+cdef inline uint64_t hash_key(const int64_t* key, int n) noexcept nogil:
+    cdef uint64_t h = <uint64_t>n
+    cdef int k
+    for k in range(n):
+        h += (<uint64_t>key[k] ^ (<uint64_t>key[k] >> 31)) * MULTIPLIERS[k & 7]
+    h ^= h >> 32
+    h *= <uint64_t>0xD6E8FEB86659FD93
+    return h ^ (h >> 32)
 
 
 cdef inline bint same_key(const int64_t* a, const int64_t* b, int n) noexcept nogil:
@@ -69,10 +86,7 @@ cdef int32_t sig_intern(SigTable* t, const NodeView* v, int32_t i) except -1:
     """The signature id of node i: an existing one with an equal key, or a new one."""
     cdef int klen = build_key(t, v, i)
     cdef int64_t* key = t.keybuf
-    cdef uint64_t h = 1469598103934665603
-    cdef int k
-    for k in range(klen):
-        h = mix(h, <uint64_t>key[k])
+    cdef uint64_t h = hash_key(key, klen)
     if 2 * (t.n + 1) > t.table_size:
         rehash(t)
     cdef int64_t mask = t.table_size - 1
