@@ -17,9 +17,7 @@ from autobatch._core import (
     parameter, const_parameter, lookup, lookup_batch,
     inputTensor, inputVector, scalarInput, inputMatrix,
     zeros, ones, constant, random_normal, random_uniform,
-    tanh, logistic, rectify, elu, selu, exp, log, sqrt, square, abs, pow,
-    cube, softsign, log_sigmoid, sin, cos, erf,
-    nobackprop, scale_gradient, dropout, noise,
+    ELEMENTWISE_FUNCTIONS, pow, nobackprop, dropout, noise,
     cmult, cdiv, colwise_add, dot_product, affine_transform, esum, average, logsumexp,
     sum_elems, mean_elems, squared_norm, squared_distance, l2_norm, binary_log_loss,
     sum_batches, sum_dim, mean_dim, max_dim, min_dim, softmax, log_softmax,
@@ -29,6 +27,9 @@ from autobatch._core import (
     lstm_gates, lstm_cell, lstm_hidden, vanilla_lstm_gates, vanilla_lstm_c, vanilla_lstm_h,
     conv2d, conv2d_bias, maxpooling2d,
 )
+# tanh, logistic, rectify, elu, exp, log, ...: one function per line of AB_UNARY_OPS
+# in _elementwise.h
+globals().update(ELEMENTWISE_FUNCTIONS)
 from autobatch.initializers import (
     GlorotInitializer, NormalInitializer, UniformInitializer, ConstInitializer,
     IdentityInitializer, SaxeInitializer, NumpyInitializer, FromFileInitializer,

@@ -22,7 +22,7 @@ import numpy as np
 from autobatch.errors import DimensionError, StaleExpressionError
 
 cdef const OpDef* OPS = op_table()
-OP_NAMES = [OPS[i].name.decode() for i in range(<int>N_OPS)]
+OP_NAMES = [OPS[i].name.decode() for i in range(n_ops())]
 
 
 include "_expression.pxi"

@@ -23,31 +23,47 @@
 #define SELU_L 1.0507009873554804934f
 #define SELU_A 1.6732632423543772848f
 
-#define AB_UNARY_OPS(OP)                                                            \
+/* Unary ops that are functions of the API: dy.NAME(x), or dy.NAME(x, ATTR=DEFAULT) when
+ * the op has a constant A (ATTR _: none). A line here is the whole op: its id, record,
+ * Python function and export are made from it when the module loads. */
+#define AB_UNARY_OPS(OP)                                                                \
+    OP(tanh,           _,     0.0f, ab_fast_tanh(X),         1.0f - Y * Y)              \
+    OP(logistic,       _,     0.0f, ab_logistic(X),          Y * (1.0f - Y))            \
+    OP(rectify,        _,     0.0f, X > 0.0f ? X : 0.0f,     X > 0.0f ? 1.0f : 0.0f)    \
+    OP(elu,            alpha, 1.0f, X > 0.0f ? X : A * (expf(X) - 1.0f), X > 0.0f ? 1.0f : Y + A) \
+    OP(selu,           _,     0.0f, SELU_L * (X > 0.0f ? X : SELU_A * (expf(X) - 1.0f)),  \
+                                    X > 0.0f ? SELU_L : Y + SELU_L * SELU_A)            \
+    OP(exp,            _,     0.0f, expf(X),                 Y)                         \
+    OP(log,            _,     0.0f, logf(X),                 1.0f / X)                  \
+    OP(sqrt,           _,     0.0f, sqrtf(X),                0.5f / Y)                  \
+    OP(square,         _,     0.0f, X * X,                   2.0f * X)                  \
+    OP(abs,            _,     0.0f, fabsf(X),                X > 0.0f ? 1.0f : (X < 0.0f ? -1.0f : 0.0f)) \
+    OP(cube,           _,     0.0f, X * X * X,               3.0f * X * X)              \
+    OP(softsign,       _,     0.0f, X / (1.0f + fabsf(X)),   1.0f / ((1.0f + fabsf(X)) * (1.0f + fabsf(X)))) \
+    OP(log_sigmoid,    _,     0.0f, X >= 0.0f ? -log1pf(expf(-X)) : X - log1pf(expf(X)), 1.0f - expf(Y)) \
+    OP(sin,            _,     0.0f, sinf(X),                 cosf(X))                   \
+    OP(cos,            _,     0.0f, cosf(X),                 -sinf(X))                  \
+    OP(erf,            _,     0.0f, erff(X),                 1.12837916709551257f * expf(-X * X)) \
+    OP(tan,            _,     0.0f, tanf(X),                 1.0f + Y * Y)              \
+    OP(asin,           _,     0.0f, asinf(X),                1.0f / sqrtf(1.0f - X * X)) \
+    OP(acos,           _,     0.0f, acosf(X),                -1.0f / sqrtf(1.0f - X * X)) \
+    OP(atan,           _,     0.0f, atanf(X),                1.0f / (1.0f + X * X))     \
+    OP(sinh,           _,     0.0f, sinhf(X),                coshf(X))                  \
+    OP(cosh,           _,     0.0f, coshf(X),                sinhf(X))                  \
+    OP(asinh,          _,     0.0f, asinhf(X),               1.0f / sqrtf(X * X + 1.0f)) \
+    OP(acosh,          _,     0.0f, acoshf(X),               1.0f / sqrtf(X * X - 1.0f)) \
+    OP(atanh,          _,     0.0f, atanhf(X),               1.0f / (1.0f - X * X))     \
+    OP(silu,           beta,  1.0f, X * ab_logistic(A * X),  ab_logistic(A * X) * (1.0f + A * X * (1.0f - ab_logistic(A * X)))) \
+    OP(scale_gradient, lambd, 1.0f, X,                       A)
+
+/* Unary math used by other ops (operators, constants, the fused LSTM kernels). */
+#define AB_UNARY_INTERNAL_OPS(OP)                                                   \
     OP(negate,          -X,                               -1.0f)                    \
-    OP(tanh,            ab_fast_tanh(X),                  1.0f - Y * Y)             \
-    OP(logistic,        ab_logistic(X),                   Y * (1.0f - Y))           \
-    OP(rectify,         X > 0.0f ? X : 0.0f,              X > 0.0f ? 1.0f : 0.0f)   \
-    OP(elu,             X > 0.0f ? X : A * (expf(X) - 1.0f), X > 0.0f ? 1.0f : Y + A) \
-    OP(selu,            SELU_L * (X > 0.0f ? X : SELU_A * (expf(X) - 1.0f)),        \
-                        X > 0.0f ? SELU_L : Y + SELU_L * SELU_A)                    \
-    OP(exp,             expf(X),                          Y)                        \
-    OP(log,             logf(X),                          1.0f / X)                 \
-    OP(sqrt,            sqrtf(X),                         0.5f / Y)                 \
-    OP(square,          X * X,                            2.0f * X)                 \
-    OP(abs,             fabsf(X),                         X > 0.0f ? 1.0f : (X < 0.0f ? -1.0f : 0.0f)) \
-    OP(cube,            X * X * X,                        3.0f * X * X)             \
-    OP(softsign,        X / (1.0f + fabsf(X)),            1.0f / ((1.0f + fabsf(X)) * (1.0f + fabsf(X)))) \
-    OP(log_sigmoid,     X >= 0.0f ? -log1pf(expf(-X)) : X - log1pf(expf(X)), 1.0f - expf(Y)) \
-    OP(sin,             sinf(X),                          cosf(X))                  \
-    OP(cos,             cosf(X),                          -sinf(X))                 \
-    OP(erf,             erff(X),                          1.12837916709551257f * expf(-X * X)) \
     OP(add_constant,    X + A,                            1.0f)                     \
     OP(mul_constant,    X * A,                            A)                        \
     OP(constant_minus,  A - X,                            -1.0f)                    \
     OP(constant_divide, A / X,                            -Y / X)                   \
     OP(identity,        X,                                1.0f)                     \
-    OP(scale_gradient,  X,                                A)                        \
     OP(gate_logistic,   ab_logistic(X + A),               Y * (1.0f - Y))  /* LSTM gates */
 
 #define AB_BINARY_OPS(OP)                                                           \
@@ -81,7 +97,22 @@ AB_LOOP static void ab_##NAME##_bwd(float* restrict dx_, const float* restrict x
         dx_[i] += (DERIV) * dy_[i];                                                 \
     }                                                                               \
 }
-AB_UNARY_OPS(AB_DEFINE_UNARY)
+#define AB_DEFINE_UNARY_API(NAME, ATTR, DEFAULT, FWD, DERIV) AB_DEFINE_UNARY(NAME, FWD, DERIV)
+AB_UNARY_OPS(AB_DEFINE_UNARY_API)
+AB_UNARY_INTERNAL_OPS(AB_DEFINE_UNARY)
+
+/* The API's unary ops as data, for the op table and the Python functions. */
+typedef struct {
+    const char* name;
+    const char* attr;       /* the keyword of the constant A, "_" if none */
+    float attr_default;
+    ab_unary_fwd fwd;
+    ab_unary_bwd bwd;
+} ab_unary_info;
+
+#define AB_UNARY_INFO(NAME, ATTR, DEFAULT, FWD, DERIV) {#NAME, #ATTR, DEFAULT, ab_##NAME##_fwd, ab_##NAME##_bwd},
+static const ab_unary_info ab_unary_api[] = { AB_UNARY_OPS(AB_UNARY_INFO) };
+#define AB_UNARY_API_COUNT ((int)(sizeof(ab_unary_api) / sizeof(ab_unary_api[0])))
 
 #define AB_DEFINE_BINARY(NAME, FWD, DX, DY)                                         \
 AB_LOOP static void ab_##NAME##_fwd(float* restrict z_, const float* restrict x_, int sx, \
@@ -110,7 +141,9 @@ AB_BINARY_OPS(AB_DEFINE_BINARY)
 static inline int ab_find_unary(const char* name, ab_unary_fwd* fwd, ab_unary_bwd* bwd) {
 #define AB_FIND_UNARY(NAME, FWD, DERIV)                                             \
     if (strcmp(name, #NAME) == 0) { *fwd = ab_##NAME##_fwd; *bwd = ab_##NAME##_bwd; return 1; }
-    AB_UNARY_OPS(AB_FIND_UNARY)
+#define AB_FIND_UNARY_API(NAME, ATTR, DEFAULT, FWD, DERIV) AB_FIND_UNARY(NAME, FWD, DERIV)
+    AB_UNARY_OPS(AB_FIND_UNARY_API)
+    AB_UNARY_INTERNAL_OPS(AB_FIND_UNARY)
     return 0;
 }
 

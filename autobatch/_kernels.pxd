@@ -9,11 +9,9 @@ cdef enum OpId:
     OP_INPUT, OP_PARAM, OP_LOOKUP
     # zero-argument scheduled op
     OP_LOOKUP_BATCH
-    # unary elementwise (scalar function table)
-    OP_NEG, OP_TANH, OP_LOGISTIC, OP_RELU, OP_ELU, OP_SELU, OP_EXP, OP_LOG,
-    OP_SQRT, OP_SQUARE, OP_ABS, OP_CUBE, OP_SOFTSIGN, OP_LOG_SIGMOID, OP_SIN, OP_COS, OP_ERF,
-    OP_ADD_CONST, OP_MUL_CONST, OP_RSUB_CONST,
-    OP_RDIV_CONST, OP_NOBACKPROP, OP_SCALE_GRAD
+    # unary elementwise ops that other code names (the API's tanh, exp, ... follow
+    # N_FIXED_OPS: made from their _elementwise.h line when the module loads)
+    OP_NEG, OP_ADD_CONST, OP_MUL_CONST, OP_RSUB_CONST, OP_RDIV_CONST, OP_NOBACKPROP
     # unary elementwise with random state
     OP_DROPOUT, OP_NOISE
     # binary elementwise with broadcasting
@@ -34,7 +32,7 @@ cdef enum OpId:
     OP_PICK, OP_PICK_RANGE, OP_PICK_BATCH_ELEMS, OP_TRANSPOSE, OP_RESHAPE
     # images (H, W, C): convolution (filter and bias shared), max pooling
     OP_CONV2D, OP_MAXPOOL2D
-    N_OPS
+    N_FIXED_OPS
 
 # node flags
 cdef enum:
@@ -171,6 +169,14 @@ cdef extern from "_elementwise.h" nogil:
     ctypedef void (*ab_binary_fwd)(float* z, const float* x, int sx, const float* y, int sy, int n)
     ctypedef void (*ab_binary_bwd)(float* d, int sd, const float* x, int sx, const float* y,
                                    int sy, const float* z, const float* dz, int n)
+    ctypedef struct ab_unary_info:      # a line of AB_UNARY_OPS
+        const char* name
+        const char* attr                # keyword of the constant A; "_": none
+        float attr_default
+        ab_unary_fwd fwd
+        ab_unary_bwd bwd
+    const ab_unary_info* ab_unary_api
+    int AB_UNARY_API_COUNT
 
 # The record of an op: everything the engine needs to know about it.
 ctypedef struct OpDef:
@@ -198,6 +204,7 @@ cdef inline bint arg_is_shared(const OpDef* op, int a) noexcept nogil:
     return (a - op.shared_arg) % op.shared_step == 0
 
 cdef const OpDef* op_table() noexcept nogil
+cdef int n_ops() noexcept nogil         # N_FIXED_OPS + the API's unary ops
 
 # node j of a batch, and its argument a
 cdef inline Node* NODE(Batch* b, int j) noexcept nogil:

@@ -7,7 +7,7 @@ accumulates (+=) into the gradients of the arguments. Layout is DyNet's: a value
 shape (d0, d1) is column-major, and the `bs` batch elements follow each other.
 """
 from libc.math cimport logf, log, sqrt, cos, M_PI
-from libc.stdlib cimport malloc, free, realloc, qsort
+from libc.stdlib cimport calloc, malloc, free, realloc, qsort
 from libc.string cimport memcpy, memset
 from libc.stdio cimport fprintf, stderr
 from scipy.linalg.cython_blas cimport sgemm, sgemv, sger
@@ -1362,10 +1362,17 @@ cdef void lookup_batch_bwd(Batch* b) noexcept nogil:
 
 # ------------------------------------------------------------ op table ----
 
-cdef OpDef OPS[<int>N_OPS]
+# the fixed ops (ids of the OpId enum), then the API's unary ops of _elementwise.h
+cdef int N_OPS = N_FIXED_OPS + AB_UNARY_API_COUNT
+cdef OpDef* OPS = <OpDef*>calloc(N_OPS, sizeof(OpDef))
+if OPS == NULL:
+    raise MemoryError()
 
 cdef const OpDef* op_table() noexcept nogil:
     return OPS
+
+cdef int n_ops() noexcept nogil:
+    return N_OPS
 
 cdef int defop(int op, const char* name, int nargs, KernelFn fwd, KernelFn bwd,
                const char* attrs=b"", int shared_arg=-1, int shared_step=0) except -1:
@@ -1407,28 +1414,11 @@ defleaf(OP_LOOKUP, b"lookup")
 defop(OP_LOOKUP_BATCH, b"lookup_batch", 0, lookup_batch_fwd, lookup_batch_bwd)
 
 defunary(OP_NEG, b"negate")
-defunary(OP_TANH, b"tanh")
-defunary(OP_LOGISTIC, b"logistic")
-defunary(OP_RELU, b"rectify")
-defunary(OP_ELU, b"elu", b"alpha: float")
-defunary(OP_SELU, b"selu")
-defunary(OP_EXP, b"exp")
-defunary(OP_LOG, b"log")
-defunary(OP_SQRT, b"sqrt")
-defunary(OP_SQUARE, b"square")
-defunary(OP_ABS, b"abs")
-defunary(OP_CUBE, b"cube")
-defunary(OP_SOFTSIGN, b"softsign")
-defunary(OP_LOG_SIGMOID, b"log_sigmoid")
-defunary(OP_SIN, b"sin")
-defunary(OP_COS, b"cos")
-defunary(OP_ERF, b"erf")
 defunary(OP_ADD_CONST, b"add_constant", b"c: float")
 defunary(OP_MUL_CONST, b"mul_constant", b"c: float")
 defunary(OP_RSUB_CONST, b"constant_minus", b"c: float")
 defunary(OP_RDIV_CONST, b"constant_divide", b"c: float")
 defunary(OP_NOBACKPROP, b"nobackprop", b"", b"identity", unary_fwd, no_bwd)
-defunary(OP_SCALE_GRAD, b"scale_gradient", b"lambd: float")
 defop(OP_DROPOUT, b"dropout", 1, dropout_fwd, dropout_bwd, b"p: float")
 defunary(OP_NOISE, b"noise", b"stddev: float", b"identity", noise_fwd, unary_bwd)
 
@@ -1483,7 +1473,15 @@ defop(OP_CONV2D, b"conv2d", -1, conv2d_batch_fwd, conv2d_batch_bwd,
 defop(OP_MAXPOOL2D, b"maxpooling2d", 1, maxpool2d_batch_fwd, maxpool2d_batch_bwd,
       b"ksize: (int, int), stride: (int, int), is_valid: bool")
 
-for _op in range(<int>N_OPS):
+# the API's unary ops: one line of _elementwise.h each (their attribute, if any, is
+# the constant A, a float)
+cdef list _API_ATTRS = []
+for _k in range(AB_UNARY_API_COUNT):
+    _attr = ab_unary_api[_k].attr
+    _API_ATTRS.append(b"" if _attr == b"_" else _attr + b": float")
+    defunary(N_FIXED_OPS + _k, ab_unary_api[_k].name, _API_ATTRS[_k])
+
+for _op in range(N_OPS):
     if OPS[_op].name == NULL:
         raise RuntimeError(f"op {_op} has no record")
 if sizeof(Attrs) != 3 * sizeof(int64_t):
@@ -1494,14 +1492,14 @@ if sizeof(Node) != 96:
 
 def op_names():
     """Names of all ops, indexed by op id."""
-    return [OPS[i].name.decode() for i in range(<int>N_OPS)]
+    return [OPS[i].name.decode() for i in range(N_OPS)]
 
 
 def op_info():
     """{op name: its record} for tests and documentation: arity, leaf, which arguments
     are shared by identity, the attributes."""
     out = {}
-    for i in range(<int>N_OPS):
+    for i in range(N_OPS):
         out[OPS[i].name.decode()] = {
             "id": i, "nargs": OPS[i].nargs, "leaf": bool(OPS[i].leaf),
             "shared_arg": OPS[i].shared_arg, "shared_step": OPS[i].shared_step,

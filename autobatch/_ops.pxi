@@ -156,25 +156,46 @@ def random_uniform(dim, float left, float right, batch_size=1):
     return e
 
 
-# unary elementwise
-def tanh(Expression x): return _unary(OP_TANH, x, 0.0)
-def logistic(Expression x): return _unary(OP_LOGISTIC, x, 0.0)
-def rectify(Expression x): return _unary(OP_RELU, x, 0.0)
-def elu(Expression x, float alpha=1.0): return _unary(OP_ELU, x, alpha)
-def selu(Expression x): return _unary(OP_SELU, x, 0.0)
-def exp(Expression x): return _unary(OP_EXP, x, 0.0)
-def log(Expression x): return _unary(OP_LOG, x, 0.0)
-def sqrt(Expression x): return _unary(OP_SQRT, x, 0.0)
-def square(Expression x): return _unary(OP_SQUARE, x, 0.0)
-def abs(Expression x): return _unary(OP_ABS, x, 0.0)
-def cube(Expression x): return _unary(OP_CUBE, x, 0.0)
-def softsign(Expression x): return _unary(OP_SOFTSIGN, x, 0.0)
-def log_sigmoid(Expression x): return _unary(OP_LOG_SIGMOID, x, 0.0)
-def sin(Expression x): return _unary(OP_SIN, x, 0.0)
-def cos(Expression x): return _unary(OP_COS, x, 0.0)
-def erf(Expression x): return _unary(OP_ERF, x, 0.0)
-def nobackprop(Expression x): return _unary(OP_NOBACKPROP, x, 0.0)
-def scale_gradient(Expression x, float lambd=1.0): return _unary(OP_SCALE_GRAD, x, lambd)
+def nobackprop(x): return _unary(OP_NOBACKPROP, _as_expr(x), 0.0)
+
+
+# ------------------------------------------- the API's unary elementwise ops ----
+# One function per line of AB_UNARY_OPS in _elementwise.h (tanh, exp, elu, ...), made
+# here when the module loads: a line there is the whole op.
+
+cdef float _constant_argument(str name, str attr, float default, tuple args, dict kwargs) except? -1:
+    """The op's constant A from f(x, A) or f(x, attr=A)."""
+    if len(args) + len(kwargs) > 1 or any(k != attr for k in kwargs):
+        raise TypeError(f"{name}() takes x and an optional {attr}")
+    value = args[0] if args else kwargs.get(attr, default)
+    if not _is_number(value):
+        raise TypeError(f"{name}: {attr} must be a number, got {type(value).__name__}")
+    return value
+
+
+cdef object _api_unary(int op, str name, str attr, float default):
+    if not attr:
+        def function(x):
+            return _unary(op, _as_expr(x), 0.0)
+        function.__doc__ = f"{name}(x): elementwise {name} (DyNet's dy.{name})."
+    else:
+        def function(x, *args, **kwargs):
+            return _unary(op, _as_expr(x), _constant_argument(name, attr, default, args, kwargs))
+        function.__doc__ = f"{name}(x, {attr}={default:g}): elementwise {name} (DyNet's dy.{name})."
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = "autobatch"
+    return function
+
+
+cdef int _k_api
+ELEMENTWISE_FUNCTIONS = {}
+for _k_api in range(AB_UNARY_API_COUNT):
+    _name = ab_unary_api[_k_api].name.decode()
+    _attr = ab_unary_api[_k_api].attr.decode()
+    ELEMENTWISE_FUNCTIONS[_name] = _api_unary(N_FIXED_OPS + _k_api, _name,
+                                              "" if _attr == "_" else _attr,
+                                              ab_unary_api[_k_api].attr_default)
+globals().update(ELEMENTWISE_FUNCTIONS)
 
 
 def dropout(Expression x, float p):
