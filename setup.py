@@ -5,9 +5,17 @@ from setuptools import Extension, setup
 # the engine, one job per module; a module comes after those it cimports
 MOD_NAMES = [
     "autobatch._memory",        # arenas and growth; MemoryError on exhaustion
-    "autobatch._kernels_conv",  # batched convolution and max-pooling kernels (raw float*)
+    "autobatch._random",        # random numbers of the random ops
+    # batched kernels by family (node types in _nodes.pxd, helpers in _kernel_util.pxd)
+    "autobatch._kernels_elementwise",
+    "autobatch._kernels_products",
+    "autobatch._kernels_reduce",
+    "autobatch._kernels_softmax",
+    "autobatch._kernels_recurrent",
+    "autobatch._kernels_structure",
+    "autobatch._kernels_conv",  # convolution and max pooling on raw float* images
     "autobatch._conv_nodes",    # ... over the images of every node of a batch
-    "autobatch._kernels",       # the op table and the batched kernels
+    "autobatch._optable",       # the op table: one record per op
     "autobatch._signatures",    # interning signatures derived from the op records
     "autobatch._scheduler",     # the ready frontier
     "autobatch._strategies",    # the strategies' policies and their registry

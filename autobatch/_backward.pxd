@@ -1,7 +1,7 @@
 # The reverse pass: the forward's batches in reverse, gradients accumulated (+=).
 from libc.stdint cimport int32_t
 from autobatch._executor cimport BatchLog
-from autobatch._kernels cimport Batch
+from autobatch._nodes cimport Batch
 from autobatch._nodes cimport NodeView
 from autobatch._scheduler cimport Sched
 

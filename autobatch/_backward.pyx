@@ -8,8 +8,9 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-from autobatch._kernels cimport (Node, OpDef, op_table, WeightGrad, WeightGrads,
-                                 flush_weight_grads, F_NEEDS_GRAD, F_TRAINABLE)
+from autobatch._kernels_products cimport flush_weight_grads
+from autobatch._nodes cimport Node, OpDef, WeightGrad, WeightGrads, F_NEEDS_GRAD, F_TRAINABLE
+from autobatch._optable cimport op_table
 from autobatch._memory cimport arena_alloc_or_raise, arena_check, arena_reset
 from autobatch._scheduler cimport sched_collect
 
@@ -73,6 +74,7 @@ cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batc
                 else:
                     ctx.ids = sub
                     ctx.block = NULL
+                ctx.math = &OPS[v.nodes[ids[0]].op].math
                 OPS[v.nodes[ids[0]].op].bwd(ctx)
                 if ctx.scratch.failed:
                     break

@@ -6,7 +6,7 @@ shared by identity (it is in the signature), so the whole batch is one im2col an
 sgemm, in chunks that keep the patch matrix small enough to stay fast."""
 from libc.stdint cimport int32_t, int64_t
 
-from autobatch._kernels cimport (Batch, Node, NODE, ARG, elems, batch_arg_needs_grad,
+from autobatch._nodes cimport (Batch, Node, NODE, ARG, elems, batch_arg_needs_grad,
                                  F_NEEDS_GRAD)
 from autobatch._kernels_conv cimport (ConvGeom, conv_geom, pool_geom, conv2d_fwd,
                                       conv2d_bwd, conv2d_fwd_scratch, conv2d_bwd_scratch,

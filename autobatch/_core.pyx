@@ -10,7 +10,9 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from autobatch._kernels cimport *
+from autobatch._nodes cimport *
+from autobatch._optable cimport *
+from autobatch._random cimport *
 from autobatch._graph cimport ComputationGraph
 from autobatch._kernels_conv cimport (ConvGeom, conv_geom, pool_geom, GEOM_OK, GEOM_BAD_ARG,
                                       GEOM_FILTER_TOO_BIG)

@@ -1,6 +1,6 @@
 # Running batches forward, and the log of what ran (read by backward and statistics).
 from libc.stdint cimport int32_t, int64_t
-from autobatch._kernels cimport Batch
+from autobatch._nodes cimport Batch
 
 ctypedef struct BatchLog:
     int32_t* ids            # node ids of every batch run, in order

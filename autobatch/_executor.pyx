@@ -6,7 +6,8 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 
-from autobatch._kernels cimport Node, OpDef, op_table, elems, F_DONE
+from autobatch._nodes cimport Node, OpDef, elems, F_DONE
+from autobatch._optable cimport op_table
 from autobatch._memory cimport arena_alloc_or_raise, arena_check, grow
 
 cdef const OpDef* OPS = op_table()
@@ -29,6 +30,7 @@ cdef int run_batch(BatchLog* log, Batch* ctx, int32_t* ids, int n, bint check_va
     ctx.n = n
     ctx.block = block
     ctx.defer = NULL
+    ctx.math = &OPS[n0.op].math
     with nogil:
         OPS[n0.op].fwd(ctx)
     arena_check(ctx.arena)          # a kernel ran out of memory: the batch did not run

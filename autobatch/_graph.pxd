@@ -2,7 +2,8 @@
 # renew, statistics). The stages it runs live in their own modules.
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from autobatch._executor cimport BatchLog
-from autobatch._kernels cimport Node, Shape, Attrs, Rng, Batch
+from autobatch._nodes cimport Node, Shape, Attrs, Batch
+from autobatch._random cimport Rng
 from autobatch._memory cimport Arena
 from autobatch._nodes cimport NodeView
 from autobatch._scheduler cimport Sched

@@ -14,8 +14,9 @@ from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from autobatch._backward cimport backward_pass
 from autobatch._executor cimport run_batch, log_reset, log_free
-from autobatch._kernels cimport (OpDef, op_table, elems, MAX_DIMS, rng_seed,
-                                 OP_NOBACKPROP, F_DONE, F_NEEDS_GRAD)
+from autobatch._nodes cimport OpDef, elems, MAX_DIMS, F_DONE, F_NEEDS_GRAD
+from autobatch._optable cimport op_table, OP_NOBACKPROP
+from autobatch._random cimport rng_seed
 from autobatch._memory cimport (arena_alloc_or_raise, arena_reset, arena_free,
                                 arena_capacity, grow)
 from autobatch._scheduler cimport (sched_collect, sched_prepare, sched_push_initial,

@@ -9,7 +9,7 @@ from libc.stdint cimport int32_t
 from libc.stdlib cimport free, qsort
 from libc.string cimport memset
 
-from autobatch._kernels cimport Node, F_DONE
+from autobatch._nodes cimport Node, F_DONE
 from autobatch._memory cimport grow
 from autobatch._nodes cimport arg_id
 

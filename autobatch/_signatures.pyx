@@ -7,7 +7,8 @@ of it). Keys are compared in full; the hash only finds candidates."""
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
-from autobatch._kernels cimport Node, OpDef, op_table, arg_is_shared
+from autobatch._nodes cimport Node, OpDef, arg_is_shared
+from autobatch._optable cimport op_table
 from autobatch._memory cimport grow
 from autobatch._nodes cimport arg_id
 

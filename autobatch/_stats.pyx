@@ -4,7 +4,8 @@ print_batches() and batch_lower_bound() call these)."""
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
-from autobatch._kernels cimport Node, OpDef, op_table
+from autobatch._nodes cimport Node, OpDef
+from autobatch._optable cimport op_table
 from autobatch._nodes cimport arg_id
 
 cdef const OpDef* OPS = op_table()

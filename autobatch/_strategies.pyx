@@ -10,7 +10,8 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-from autobatch._kernels cimport OpDef, op_table
+from autobatch._nodes cimport OpDef
+from autobatch._optable cimport op_table
 from autobatch._scheduler cimport sched_take, sched_take_chosen
 
 cdef const OpDef* OPS = op_table()

@@ -1,0 +1,94 @@
+# Helpers of the batched kernels, inline: BLAS calls, gathering the arguments of a
+# batch, fast math. Declarations only (no module).
+from libc.stdint cimport int32_t
+from libc.string cimport memcpy, memset
+from scipy.linalg.cython_blas cimport sgemm, sgemv, sger
+
+from autobatch._memory cimport Arena, arena_alloc
+from autobatch._nodes cimport Batch, Node, ARG, MAX_DIMS
+
+cdef extern from "_fastmath.h" nogil:
+    float exp_nonpos "ab_exp_nonpos" (float x)
+    double fsum "ab_sum" (const float* x, int n)
+    float fmax_of "ab_max" (const float* x, int n)
+
+cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,
+                      float* A, int lda, float* B, int ldb, float beta,
+                      float* C, int ldc) noexcept nogil:
+    """Column-major C = alpha op(A) op(B) + beta C. One column goes to gemv and a
+    rank-1 update to ger: sgemm would pack the whole of A for them on every call."""
+    cdef int i, one = 1, inc
+    if m == 0 or n == 0:
+        return
+    if k == 0:
+        if beta == 0.0:
+            for i in range(n):
+                memset(C + i * ldc, 0, m * sizeof(float))
+        return
+    if n == 1:
+        inc = 1 if tb == b'N' else ldb
+        if ta == b'N':
+            sgemv(&ta, &m, &k, &alpha, A, &lda, B, &inc, &beta, C, &one)
+        else:
+            sgemv(&ta, &k, &m, &alpha, A, &lda, B, &inc, &beta, C, &one)
+        return
+    if k == 1 and beta == 1.0:
+        inc = 1 if ta == b'N' else lda
+        i = 1 if tb == b'T' else ldb
+        sger(&m, &n, &alpha, A, &inc, B, &i, C, &ldc)
+        return
+    sgemm(&ta, &tb, &m, &n, &k, &alpha, A, &lda, B, &ldb, &beta, C, &ldc)
+
+cdef inline float* consecutive(Batch* b, int a, bint grads) noexcept nogil:
+    """The values (or gradients) of argument a of all nodes, if they follow each
+    other in memory: then a batched kernel can use them in place. Else NULL."""
+    cdef int j, per = ARG(b, 0, a).size
+    cdef float* first = ARG(b, 0, a).grad if grads else ARG(b, 0, a).val
+    for j in range(1, b.n):
+        if (ARG(b, j, a).grad if grads else ARG(b, j, a).val) != first + j * per:
+            return NULL
+    return first
+
+cdef inline float* gather_arg(Batch* b, int a, Arena* mem) noexcept nogil:
+    """Pointer to the values of argument `a` of all nodes, stacked; in place if
+    they already are consecutive in memory, otherwise copied."""
+    cdef float* first = consecutive(b, a, False)
+    if first != NULL:
+        return first
+    cdef int j, per = ARG(b, 0, a).size
+    cdef float* out = arena_alloc(mem, <size_t>per * b.n)
+    if out == NULL:
+        return NULL
+    for j in range(b.n):
+        memcpy(out + j * per, ARG(b, j, a).val, per * sizeof(float))
+    return out
+
+cdef inline void add_grad_from_stack(Batch* b, int a, float* stacked) noexcept nogil:
+    cdef int j, i
+    cdef int per = ARG(b, 0, a).size
+    cdef float* g
+    cdef float* s
+    for j in range(b.n):
+        g = ARG(b, j, a).grad
+        s = stacked + j * per
+        for i in range(per):
+            g[i] += s[i]
+
+cdef inline void along_dim(const Node* x, int d, int* inner, int* outer) noexcept nogil:
+    """x seen as (inner, x.d[d], outer) per batch element."""
+    cdef int a
+    inner[0] = 1
+    outer[0] = 1
+    for a in range(MAX_DIMS):
+        if a < d:
+            inner[0] *= x.d[a]
+        elif a > d:
+            outer[0] *= x.d[a]
+
+cdef inline int32_t* int_aux(Node* n) noexcept nogil:
+    """A node's aux memory holding ints (positions), not floats."""
+    return <int32_t*>n.aux
+
+cdef inline int dim_or_batch(const Node* n, int a) noexcept nogil:
+    """Size of dimension a of n, the batch being dimension MAX_DIMS."""
+    return n.d[a] if a < MAX_DIMS else n.bs

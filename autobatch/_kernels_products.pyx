@@ -1,0 +1,186 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Matrix products: W (shared by identity) times the stacked other arguments of a batch
+as one gemm; weight gradients of a backward postponed and summed per weight."""
+from libc.stdlib cimport qsort
+from libc.stdint cimport int32_t, int64_t
+from libc.string cimport memcpy, memset
+
+from autobatch._memory cimport Arena, arena_alloc
+from autobatch._nodes cimport *
+from autobatch._optable cimport *
+from autobatch._kernel_util cimport *
+
+# W (r x k) times X (k x c): with W shared and unbatched, the batch is one gemm over
+# the stacked columns of every node's X (a batched X adds its columns too).
+
+cdef void product_fwd(Batch* b, int w_arg, int x_arg, float beta, bint keep_x) noexcept nogil:
+    """Y (+)= W X for the argument pair (w_arg, x_arg) of every node; with keep_x the
+    stacked X is remembered in the first node's aux for backward."""
+    cdef Node* w = ARG(b, 0, w_arg)
+    cdef Node* x0 = ARG(b, 0, x_arg)
+    cdef Node* n0 = NODE(b, 0)
+    cdef int r = rows(w), k = cols(w), c = cols(x0), j, e
+    cdef float* X
+    cdef Node* wj
+    cdef Node* xj
+    if w.bs == 1 and x0.bs == n0.bs:
+        X = gather_arg(b, x_arg, b.arena)
+        if X == NULL:
+            return
+        if keep_x:
+            n0.aux = X
+        gemm(b'N', b'N', r, c * x0.bs * b.n, k, 1.0, w.val, r, X, k, beta, b.block, r)
+        return
+    for j in range(b.n):      # batched W: one product per batch element
+        wj = ARG(b, j, w_arg)
+        xj = ARG(b, j, x_arg)
+        for e in range(n0.bs):
+            gemm(b'N', b'N', r, c, k, 1.0, wj.val + (0 if wj.bs == 1 else e * r * k), r,
+                 xj.val + (0 if xj.bs == 1 else e * k * c), k, beta,
+                 NODE(b, j).val + e * r * c, r)
+
+cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
+    """dW += dY X^T and dX += W^T dY for the pair (w_arg, x_arg); X is the stacked
+    forward input of these nodes when W is shared (NULL: gather again)."""
+    cdef Node* w = ARG(b, 0, w_arg)
+    cdef Node* x0 = ARG(b, 0, x_arg)
+    cdef Node* n0 = NODE(b, 0)
+    cdef int r = rows(w), k = cols(w), c = cols(x0), j, e, M
+    cdef float* dX
+    cdef float* dY
+    cdef Node* wj
+    cdef Node* xj
+    cdef float* dy
+    if w.bs == 1 and x0.bs == n0.bs:
+        M = c * x0.bs * b.n
+        dY = b.block
+        if dY == NULL:      # part of a batch: stack the output gradients
+            dY = arena_alloc(b.scratch, <size_t>r * M)
+            if dY == NULL:
+                return
+            for j in range(b.n):
+                memcpy(dY + j * n0.size, NODE(b, j).grad, n0.size * sizeof(float))
+        if w.flags & F_NEEDS_GRAD:
+            if X == NULL:
+                X = gather_arg(b, x_arg, b.scratch)
+                if X == NULL:
+                    return
+            if w.op == OP_PARAM and b.defer != NULL and b.defer.n < b.defer.cap and \
+                    (r * k >= DEFER_MIN_WEIGHT or M <= DEFER_MAX_COLUMNS):
+                b.defer.items[b.defer.n] = WeightGrad(w.grad, dY, X, r, k, M)
+                b.defer.n += 1
+            else:
+                gemm(b'N', b'T', r, k, M, 1.0, dY, r, X, k, 1.0, w.grad, r)
+        if batch_arg_needs_grad(b, x_arg):
+            if consecutive(b, x_arg, True) != NULL:
+                gemm(b'T', b'N', k, M, r, 1.0, w.val, r, dY, r, 1.0, x0.grad, k)
+            else:
+                dX = arena_alloc(b.scratch, <size_t>k * M)
+                if dX == NULL:
+                    return
+                gemm(b'T', b'N', k, M, r, 1.0, w.val, r, dY, r, 0.0, dX, k)
+                add_grad_from_stack(b, x_arg, dX)
+        return
+    for j in range(b.n):
+        wj = ARG(b, j, w_arg)
+        xj = ARG(b, j, x_arg)
+        dy = NODE(b, j).grad
+        for e in range(n0.bs):
+            if wj.flags & F_NEEDS_GRAD:
+                gemm(b'N', b'T', r, k, c, 1.0, dy + e * r * c, r,
+                     xj.val + (0 if xj.bs == 1 else e * k * c), k, 1.0,
+                     wj.grad + (0 if wj.bs == 1 else e * r * k), r)
+            if xj.flags & F_NEEDS_GRAD:
+                gemm(b'T', b'N', k, c, r, 1.0, wj.val + (0 if wj.bs == 1 else e * r * k), r,
+                     dy + e * r * c, r, 1.0, xj.grad + (0 if xj.bs == 1 else e * k * c), k)
+
+# Postponing pays when a term would stream a dW that does not stay in cache (every
+# call reads and writes all of it), or when a term has so few columns that packing
+# dominates; a small dW updated by wide terms stays in L2, and stacking only copies.
+cdef int DEFER_MIN_WEIGHT = 131072      # elements of dW (512 KB)
+cdef int DEFER_MAX_COLUMNS = 16
+
+cdef int cmp_weight_grad(const void* a, const void* b) noexcept nogil:
+    cdef float* x = (<WeightGrad*>a).dW
+    cdef float* y = (<WeightGrad*>b).dW
+    return -1 if x < y else (1 if x > y else 0)
+
+cdef void flush_weight_grads(WeightGrads* d, Arena* scratch) noexcept nogil:
+    """Apply the postponed dW += dY X^T: per weight, the terms' columns are stacked
+    (column-major blocks simply follow each other) and summed by one gemm."""
+    qsort(d.items, d.n, sizeof(WeightGrad), cmp_weight_grad)
+    cdef int i = 0, j, e, total, at
+    cdef WeightGrad* w
+    cdef float* dY
+    cdef float* X
+    while i < d.n:
+        w = &d.items[i]
+        j = i + 1
+        total = w.m
+        while j < d.n and d.items[j].dW == w.dW:
+            total += d.items[j].m
+            j += 1
+        dY = X = NULL
+        if j > i + 1:
+            dY = arena_alloc(scratch, <size_t>w.r * total)
+            X = arena_alloc(scratch, <size_t>w.k * total)
+        if X == NULL or dY == NULL:     # one term, or no memory to stack them: a gemm each
+            scratch.failed = False
+            for e in range(i, j):
+                gemm(b'N', b'T', w.r, w.k, d.items[e].m, 1.0, d.items[e].dY, w.r,
+                     d.items[e].X, w.k, 1.0, w.dW, w.r)
+        else:
+            at = 0
+            for e in range(i, j):
+                memcpy(dY + <size_t>at * w.r, d.items[e].dY, <size_t>d.items[e].m * w.r * sizeof(float))
+                memcpy(X + <size_t>at * w.k, d.items[e].X, <size_t>d.items[e].m * w.k * sizeof(float))
+                at += d.items[e].m
+            gemm(b'N', b'T', w.r, w.k, total, 1.0, dY, w.r, X, w.k, 1.0, w.dW, w.r)
+        i = j
+    d.n = 0
+
+cdef void matmul_fwd(Batch* b) noexcept nogil:
+    product_fwd(b, 0, 1, 0.0, True)
+
+cdef void matmul_bwd(Batch* b) noexcept nogil:
+    # the stacked X kept by forward is only valid for the whole batch
+    product_bwd(b, 0, 1, NODE(b, 0).aux if b.block != NULL else NULL)
+
+cdef void affine_fwd(Batch* b) noexcept nogil:
+    # y = bias + sum_i W_i x_i; the bias (one column or all) repeats over columns and batch
+    cdef Node* n0 = NODE(b, 0)
+    cdef int m = elems(n0), j, k, c, p
+    cdef Node* bias
+    cdef float* y
+    cdef int eb, bstride
+    for j in range(b.n):
+        bias = ARG(b, j, 0)
+        y = NODE(b, j).val
+        eb = elems(bias)
+        bstride = 0 if bias.bs == 1 else eb
+        for k in range(n0.bs):
+            for c in range(m // eb):
+                memcpy(y + k * m + c * eb, bias.val + k * bstride, eb * sizeof(float))
+    for p in range(1, n0.nargs, 2):
+        product_fwd(b, p, p + 1, 1.0, False)
+
+cdef void affine_bwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int m = elems(n0), j, k, c, i, p
+    cdef Node* bias
+    cdef float* dy
+    cdef float* db
+    cdef int eb, bstride
+    if batch_arg_needs_grad(b, 0):
+        for j in range(b.n):
+            bias = ARG(b, j, 0)
+            dy = NODE(b, j).grad
+            eb = elems(bias)
+            bstride = 0 if bias.bs == 1 else eb
+            for k in range(n0.bs):
+                db = bias.grad + k * bstride
+                for c in range(m // eb):
+                    for i in range(eb):
+                        db[i] += dy[k * m + c * eb + i]
+    for p in range(1, n0.nargs, 2):
+        product_bwd(b, p, p + 1, NULL)

@@ -1,0 +1,13 @@
+# Reductions.
+from autobatch._nodes cimport Batch
+
+cdef void reduce_fwd(Batch* b) noexcept nogil
+cdef void reduce_bwd(Batch* b) noexcept nogil
+cdef void pair_reduce_fwd(Batch* b) noexcept nogil
+cdef void pair_reduce_bwd(Batch* b) noexcept nogil
+cdef void extreme_dim_fwd(Batch* b) noexcept nogil
+cdef void extreme_dim_bwd(Batch* b) noexcept nogil
+cdef void sum_dim_fwd(Batch* b) noexcept nogil
+cdef void sum_dim_bwd(Batch* b) noexcept nogil
+cdef void sum_batches_fwd(Batch* b) noexcept nogil
+cdef void sum_batches_bwd(Batch* b) noexcept nogil

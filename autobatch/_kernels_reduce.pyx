@@ -1,0 +1,248 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Reductions: sums, norms and losses of one or two arguments, max/min along a
+dimension, sum_dim/mean_dim, sum_batches."""
+from libc.math cimport logf, log, sqrt
+from libc.stdint cimport int32_t, int64_t
+from libc.string cimport memcpy, memset
+
+from autobatch._memory cimport Arena, arena_alloc
+from autobatch._nodes cimport *
+from autobatch._optable cimport *
+from autobatch._kernel_util cimport *
+
+cdef void reduce_fwd(Batch* b) noexcept nogil:
+    """sum_elems, mean_elems, squared_norm, l2_norm: one number per batch element."""
+    cdef Node* n0 = NODE(b, 0)
+    cdef int op = n0.op, j, k, i, m
+    cdef Node* x
+    cdef double s
+    cdef float v
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        m = elems(x)
+        for k in range(x.bs):
+            s = 0
+            for i in range(m):
+                v = x.val[k * m + i]
+                s += v * v if (op == OP_SQUARED_NORM or op == OP_L2_NORM) else v
+            if op == OP_MEAN_ELEMS:
+                s /= m
+            elif op == OP_L2_NORM:
+                s = sqrt(s)
+            NODE(b, j).val[k] = <float>s
+
+cdef void reduce_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef int op = n0.op, j, k, i, m
+    cdef Node* x
+    cdef float g, y
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        m = elems(x)
+        for k in range(x.bs):
+            g = NODE(b, j).grad[k]
+            y = NODE(b, j).val[k]
+            for i in range(m):
+                if op == OP_SUM_ELEMS:
+                    x.grad[k * m + i] += g
+                elif op == OP_MEAN_ELEMS:
+                    x.grad[k * m + i] += g / m
+                elif op == OP_SQUARED_NORM:
+                    x.grad[k * m + i] += 2.0 * x.val[k * m + i] * g
+                elif y > 0:
+                    x.grad[k * m + i] += x.val[k * m + i] / y * g
+
+cdef void pair_reduce_fwd(Batch* b) noexcept nogil:
+    """dot_product, squared_distance, binary_log_loss of two same-size arguments."""
+    cdef Node* n0 = NODE(b, 0)
+    cdef int op = n0.op, j, k, i, m, xb, yb
+    cdef Node* x
+    cdef Node* y
+    cdef double s
+    cdef float u, v
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        y = ARG(b, j, 1)
+        m = elems(x)
+        xb = 0 if x.bs == 1 else m
+        yb = 0 if y.bs == 1 else m
+        for k in range(n0.bs):
+            s = 0
+            for i in range(m):
+                u = x.val[k * xb + i]
+                v = y.val[k * yb + i]
+                if op == OP_DOT:
+                    s += u * v
+                elif op == OP_SQUARED_DISTANCE:
+                    s += (u - v) * (u - v)
+                else:
+                    s -= v * log(u) + (1.0 - v) * log(1.0 - u)
+            NODE(b, j).val[k] = <float>s
+
+cdef void pair_reduce_bwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int op = n0.op, j, k, i, m, xb, yb
+    cdef Node* x
+    cdef Node* y
+    cdef float u, v, g, gu, gv
+    cdef bint want_x = batch_arg_needs_grad(b, 0)
+    cdef bint want_y = batch_arg_needs_grad(b, 1)
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        y = ARG(b, j, 1)
+        m = elems(x)
+        xb = 0 if x.bs == 1 else m
+        yb = 0 if y.bs == 1 else m
+        for k in range(n0.bs):
+            g = NODE(b, j).grad[k]
+            for i in range(m):
+                u = x.val[k * xb + i]
+                v = y.val[k * yb + i]
+                if op == OP_DOT:
+                    gu = v
+                    gv = u
+                elif op == OP_SQUARED_DISTANCE:
+                    gu = 2.0 * (u - v)
+                    gv = -gu
+                else:
+                    gu = -v / u + (1.0 - v) / (1.0 - u)
+                    gv = -logf(u) + logf(1.0 - u)
+                if want_x:
+                    x.grad[k * xb + i] += gu * g
+                if want_y:
+                    y.grad[k * yb + i] += gv * g
+
+cdef void extreme_dim_fwd(Batch* b) noexcept nogil:
+    # max_dim / min_dim along dimension `dim` (removed from the output); the position of
+    # the winner, the first one on ties, is kept as an int in aux for backward
+    cdef Node* n0 = NODE(b, 0)
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef bint is_max = n0.op == OP_MAX_DIM
+    cdef int d = n0.attr.axis.dim, j, k, o, t, l, p, base, best, at
+    cdef int inner, outer, L = x0.d[d], m = elems(x0)
+    along_dim(x0, d, &inner, &outer)
+    cdef float* x
+    cdef float* y
+    cdef int32_t* pos
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        NODE(b, j).aux = arena_alloc(b.arena, n0.size)    # int32s take a float's room
+        if NODE(b, j).aux == NULL:
+            return
+        pos = int_aux(NODE(b, j))
+        for k in range(n0.bs):
+            for o in range(outer):
+                for t in range(inner):
+                    base = best = k * m + o * inner * L + t
+                    for l in range(1, L):
+                        p = base + l * inner
+                        if (x[p] > x[best]) if is_max else (x[p] < x[best]):
+                            best = p
+                    at = (k * outer + o) * inner + t
+                    y[at] = x[best]
+                    pos[at] = best
+
+cdef void extreme_dim_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef int j, i
+    cdef int32_t* pos
+    cdef float* dx
+    cdef float* dy
+    for j in range(b.n):
+        pos = int_aux(NODE(b, j))
+        dx = ARG(b, j, 0).grad
+        dy = NODE(b, j).grad
+        for i in range(NODE(b, j).size):
+            dx[pos[i]] += dy[i]
+
+cdef void reduce_strides(const Node* x, int mask, int* size, int* ostride) noexcept nogil:
+    """Sizes of x's dimensions and batch, and their strides in the output of a sum over
+    the ones in mask (stride 0: summed over)."""
+    cdef int a, t = 1
+    for a in range(MAX_DIMS + 1):
+        size[a] = dim_or_batch(x, a)
+        if mask & (1 << a):
+            ostride[a] = 0
+        else:
+            ostride[a] = t
+            t *= size[a]
+
+cdef void sum_dim_fwd(Batch* b) noexcept nogil:
+    # sum_dim and mean_dim: y = scale * (sum of x over the dimensions in mask)
+    cdef Node* n0 = NODE(b, 0)
+    cdef float scale = n0.attr.reduce.scale
+    cdef int size[5]
+    cdef int os[5]
+    cdef int j, i, e, c3, c2, c1, c0, o
+    cdef float* x
+    cdef float* y
+    reduce_strides(ARG(b, 0, 0), n0.attr.reduce.mask, size, os)
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        memset(y, 0, n0.size * sizeof(float))
+        i = 0
+        for e in range(size[4]):
+            for c3 in range(size[3]):
+                for c2 in range(size[2]):
+                    for c1 in range(size[1]):
+                        o = e * os[4] + c3 * os[3] + c2 * os[2] + c1 * os[1]
+                        for c0 in range(size[0]):
+                            y[o + c0 * os[0]] += x[i]
+                            i += 1
+        if scale != 1.0:
+            for i in range(n0.size):
+                y[i] *= scale
+
+cdef void sum_dim_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef float scale = n0.attr.reduce.scale
+    cdef int size[5]
+    cdef int os[5]
+    cdef int j, i, e, c3, c2, c1, c0, o
+    cdef float* dx
+    cdef float* dy
+    reduce_strides(ARG(b, 0, 0), n0.attr.reduce.mask, size, os)
+    for j in range(b.n):
+        dx = ARG(b, j, 0).grad
+        dy = NODE(b, j).grad
+        i = 0
+        for e in range(size[4]):
+            for c3 in range(size[3]):
+                for c2 in range(size[2]):
+                    for c1 in range(size[1]):
+                        o = e * os[4] + c3 * os[3] + c2 * os[2] + c1 * os[1]
+                        for c0 in range(size[0]):
+                            dx[i] += scale * dy[o + c0 * os[0]]
+                            i += 1
+
+cdef void sum_batches_fwd(Batch* b) noexcept nogil:
+    cdef int j, k, i, m
+    cdef Node* x
+    cdef float* y
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        y = NODE(b, j).val
+        m = elems(x)
+        memset(y, 0, m * sizeof(float))
+        for k in range(x.bs):
+            for i in range(m):
+                y[i] += x.val[k * m + i]
+
+cdef void sum_batches_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef int j, k, i, m
+    cdef Node* x
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        m = elems(x)
+        for k in range(x.bs):
+            for i in range(m):
+                x.grad[k * m + i] += NODE(b, j).grad[i]

@@ -1,0 +1,253 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Structure: concatenation, picking elements, ranges and batch elements,
+transposition, lookup of table rows."""
+from libc.stdint cimport int32_t, int64_t
+from libc.string cimport memcpy, memset
+
+from autobatch._memory cimport Arena, arena_alloc
+from autobatch._nodes cimport *
+from autobatch._optable cimport *
+from autobatch._kernel_util cimport *
+
+cdef void concat_fwd(Batch* b) noexcept nogil:
+    # along dimension `dim`; arguments broadcast over the batch
+    cdef Node* n0 = NODE(b, 0)
+    cdef int nargs = n0.nargs, d = n0.attr.axis.dim, m = elems(n0), T = n0.d[d]
+    cdef int inner, outer, j, a, k, o, off, xb, run
+    cdef Node* x
+    cdef float* y
+    along_dim(n0, d, &inner, &outer)
+    for j in range(b.n):
+        y = NODE(b, j).val
+        off = 0
+        for a in range(nargs):
+            x = ARG(b, j, a)
+            xb = 0 if x.bs == 1 else elems(x)
+            run = inner * x.d[d]
+            for k in range(n0.bs):
+                for o in range(outer):
+                    memcpy(y + k * m + (o * T + off) * inner, x.val + k * xb + o * run,
+                           run * sizeof(float))
+            off += x.d[d]
+
+cdef void concat_bwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int nargs = n0.nargs, d = n0.attr.axis.dim, m = elems(n0), T = n0.d[d]
+    cdef int inner, outer, j, a, k, o, i, off, xb, run
+    cdef Node* x
+    cdef float* dy
+    cdef float* dx
+    along_dim(n0, d, &inner, &outer)
+    for j in range(b.n):
+        dy = NODE(b, j).grad
+        off = 0
+        for a in range(nargs):
+            x = ARG(b, j, a)
+            xb = 0 if x.bs == 1 else elems(x)
+            run = inner * x.d[d]
+            if x.flags & F_NEEDS_GRAD:
+                for k in range(n0.bs):
+                    for o in range(outer):
+                        dx = x.grad + k * xb + o * run
+                        for i in range(run):
+                            dx[i] += dy[k * m + (o * T + off) * inner + i]
+            off += x.d[d]
+
+cdef void concat_to_batch_fwd(Batch* b) noexcept nogil:
+    cdef int nargs = NODE(b, 0).nargs, j, a, off
+    cdef Node* x
+    for j in range(b.n):
+        off = 0
+        for a in range(nargs):
+            x = ARG(b, j, a)
+            memcpy(NODE(b, j).val + off, x.val, x.size * sizeof(float))
+            off += x.size
+
+cdef void concat_to_batch_bwd(Batch* b) noexcept nogil:
+    cdef int nargs = NODE(b, 0).nargs, j, a, off, i
+    cdef Node* x
+    cdef float* dy
+    for j in range(b.n):
+        off = 0
+        dy = NODE(b, j).grad
+        for a in range(nargs):
+            x = ARG(b, j, a)
+            if x.flags & F_NEEDS_GRAD:
+                for i in range(x.size):
+                    x.grad[i] += dy[off + i]
+            off += x.size
+
+cdef void pick_fwd(Batch* b) noexcept nogil:
+    # the slice at index v along dimension `dim`; one index per batch element in ibuf
+    cdef Node* n0 = NODE(b, 0)
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef int d = n0.attr.axis.dim, L = x0.d[d], m = elems(n0)
+    cdef int inner, outer, j, k, o, v, xb
+    cdef Node* x
+    along_dim(x0, d, &inner, &outer)
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        xb = 0 if x.bs == 1 else elems(x)
+        for k in range(n0.bs):
+            v = b.ibuf[NODE(b, j).idata + k]
+            for o in range(outer):
+                memcpy(NODE(b, j).val + k * m + o * inner, x.val + k * xb + (o * L + v) * inner,
+                       inner * sizeof(float))
+
+cdef void pick_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef int d = n0.attr.axis.dim, L = x0.d[d], m = elems(n0)
+    cdef int inner, outer, j, k, o, t, v, xb
+    cdef Node* x
+    cdef float* dx
+    cdef float* dy
+    along_dim(x0, d, &inner, &outer)
+    for j in range(b.n):
+        x = ARG(b, j, 0)
+        xb = 0 if x.bs == 1 else elems(x)
+        for k in range(n0.bs):
+            v = b.ibuf[NODE(b, j).idata + k]
+            for o in range(outer):
+                dx = x.grad + k * xb + (o * L + v) * inner
+                dy = NODE(b, j).grad + k * m + o * inner
+                for t in range(inner):
+                    dx[t] += dy[t]
+
+cdef void pick_range_fwd(Batch* b) noexcept nogil:
+    # elements [s, s + w) along dimension `dim` (s per node in idata): a run of
+    # w * inner elements per outer index
+    cdef Node* n0 = NODE(b, 0)
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef int d = n0.attr.axis.dim, L = x0.d[d], w = n0.d[d], m = elems(n0), mx = elems(x0)
+    cdef int inner, outer, j, k, o, s
+    along_dim(x0, d, &inner, &outer)
+    for j in range(b.n):
+        s = NODE(b, j).idata
+        for k in range(n0.bs):
+            for o in range(outer):
+                memcpy(NODE(b, j).val + k * m + o * w * inner,
+                       ARG(b, j, 0).val + k * mx + (o * L + s) * inner, w * inner * sizeof(float))
+
+cdef void pick_range_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef Node* x0 = ARG(b, 0, 0)
+    cdef int d = n0.attr.axis.dim, L = x0.d[d], w = n0.d[d], m = elems(n0), mx = elems(x0)
+    cdef int inner, outer, j, k, o, s, t
+    cdef float* dx
+    cdef float* dy
+    along_dim(x0, d, &inner, &outer)
+    for j in range(b.n):
+        s = NODE(b, j).idata
+        for k in range(n0.bs):
+            for o in range(outer):
+                dx = ARG(b, j, 0).grad + k * mx + (o * L + s) * inner
+                dy = NODE(b, j).grad + k * m + o * w * inner
+                for t in range(w * inner):
+                    dx[t] += dy[t]
+
+cdef void pick_batch_fwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int j, k, m = elems(n0)
+    for j in range(b.n):
+        for k in range(n0.bs):
+            memcpy(NODE(b, j).val + k * m, ARG(b, j, 0).val + b.ibuf[NODE(b, j).idata + k] * m,
+                   m * sizeof(float))
+
+cdef void pick_batch_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef int j, k, i, m = elems(n0)
+    cdef float* dx
+    for j in range(b.n):
+        for k in range(n0.bs):
+            dx = ARG(b, j, 0).grad + b.ibuf[NODE(b, j).idata + k] * m
+            for i in range(m):
+                dx[i] += NODE(b, j).grad[k * m + i]
+
+cdef void transpose_strides(const Node* x, const int32_t* perm, int* st) noexcept nogil:
+    """st[k]: the stride in x of output dimension k (x's dimension perm[k])."""
+    cdef int a
+    cdef int xs[4]
+    cdef int t = 1
+    for a in range(MAX_DIMS):
+        xs[a] = t
+        t *= x.d[a]
+    for a in range(MAX_DIMS):
+        st[a] = xs[perm[a]]
+
+cdef void transpose_fwd(Batch* b) noexcept nogil:
+    # y[o0, o1, o2, o3] = x[o at the permuted positions], per batch element
+    cdef Node* n0 = NODE(b, 0)
+    cdef int st[4]
+    cdef int m = elems(n0), j, k, i, o0, o1, o2, o3, at
+    cdef float* x
+    cdef float* y
+    transpose_strides(ARG(b, 0, 0), n0.attr.transpose.perm, st)
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        i = 0
+        for k in range(n0.bs):
+            for o3 in range(n0.d[3]):
+                for o2 in range(n0.d[2]):
+                    for o1 in range(n0.d[1]):
+                        at = k * m + o3 * st[3] + o2 * st[2] + o1 * st[1]
+                        for o0 in range(n0.d[0]):
+                            y[i] = x[at + o0 * st[0]]
+                            i += 1
+
+cdef void transpose_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef int st[4]
+    cdef int m = elems(n0), j, k, i, o0, o1, o2, o3, at
+    cdef float* dx
+    cdef float* dy
+    transpose_strides(ARG(b, 0, 0), n0.attr.transpose.perm, st)
+    for j in range(b.n):
+        dx = ARG(b, j, 0).grad
+        dy = NODE(b, j).grad
+        i = 0
+        for k in range(n0.bs):
+            for o3 in range(n0.d[3]):
+                for o2 in range(n0.d[2]):
+                    for o1 in range(n0.d[1]):
+                        at = k * m + o3 * st[3] + o2 * st[2] + o1 * st[1]
+                        for o0 in range(n0.d[0]):
+                            dx[at + o0 * st[0]] += dy[i]
+                            i += 1
+
+# A lookup_batch node's ibuf data: the slot of its table in b.tables (values at
+# 2 * slot, gradients or NULL at 2 * slot + 1), then one row index per batch element.
+
+cdef void lookup_batch_fwd(Batch* b) noexcept nogil:
+    cdef int j, k, d = elems(NODE(b, 0))
+    cdef Node* y
+    cdef const float* table
+    for j in range(b.n):
+        y = NODE(b, j)
+        table = b.tables[2 * b.ibuf[y.idata]]
+        for k in range(y.bs):
+            memcpy(y.val + k * d, table + <size_t>b.ibuf[y.idata + 1 + k] * d, d * sizeof(float))
+
+cdef void lookup_batch_bwd(Batch* b) noexcept nogil:
+    cdef int j, k, i, d = elems(NODE(b, 0))
+    cdef Node* y
+    cdef float* grads
+    cdef float* g
+    for j in range(b.n):
+        y = NODE(b, j)
+        grads = b.tables[2 * b.ibuf[y.idata] + 1]
+        if grads == NULL:
+            continue
+        for k in range(y.bs):
+            g = grads + <size_t>b.ibuf[y.idata + 1 + k] * d
+            for i in range(d):
+                g[i] += y.grad[k * d + i]

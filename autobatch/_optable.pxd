@@ -1,0 +1,49 @@
+# The op table: one record per op (see OpDef in _nodes.pxd), indexed by op id.
+from autobatch._nodes cimport OpDef, ab_unary_fwd, ab_unary_bwd, ab_binary_fwd, ab_binary_bwd
+
+# op ids: one per op; the record of each is one defop line in _optable.pyx
+cdef enum OpId:
+    # leaves: materialised when created, never scheduled
+    OP_INPUT, OP_PARAM, OP_LOOKUP
+    # zero-argument scheduled op
+    OP_LOOKUP_BATCH
+    # unary elementwise ops that other code names (the API's tanh, exp, ... follow
+    # N_FIXED_OPS: made from their _elementwise.h line when the module loads)
+    OP_NEG, OP_ADD_CONST, OP_MUL_CONST, OP_RSUB_CONST, OP_RDIV_CONST, OP_NOBACKPROP
+    # unary elementwise with random state
+    OP_DROPOUT, OP_NOISE
+    # binary elementwise with broadcasting
+    OP_ADD, OP_SUB, OP_CMULT, OP_CDIV, OP_POW
+    # n-ary
+    OP_ESUM, OP_AVERAGE, OP_LOGSUMEXP, OP_CONCAT, OP_CONCAT_TO_BATCH, OP_AFFINE
+    # matrix multiply (shared left argument -> one gemm per batch)
+    OP_MATMUL
+    # reductions
+    OP_SUM_ELEMS, OP_MEAN_ELEMS, OP_SQUARED_NORM, OP_L2_NORM, OP_DOT,
+    OP_SQUARED_DISTANCE, OP_BINARY_LOG_LOSS, OP_MAX_DIM, OP_MIN_DIM, OP_SUM_BATCHES,
+    OP_SUM_DIM, OP_MEAN_DIM
+    # softmax family and losses
+    OP_SOFTMAX, OP_LOG_SOFTMAX, OP_PICKNLS, OP_HINGE
+    # fused recurrent cells: gate activations, cell update, hidden output
+    OP_LSTM_GATES, OP_LSTM_CELL, OP_LSTM_HIDDEN
+    # structure
+    OP_PICK, OP_PICK_RANGE, OP_PICK_BATCH_ELEMS, OP_TRANSPOSE, OP_RESHAPE
+    # images (H, W, C): convolution (filter and bias shared), max pooling
+    OP_CONV2D, OP_MAXPOOL2D
+    N_FIXED_OPS
+
+cdef const OpDef* op_table() noexcept nogil
+cdef int n_ops() noexcept nogil         # N_FIXED_OPS + the API's unary ops of _elementwise.h
+
+# the lines of _elementwise.h, by name; the API's unary ops as data
+cdef extern from "_elementwise.h" nogil:
+    int ab_find_unary(const char* name, ab_unary_fwd* fwd, ab_unary_bwd* bwd)
+    int ab_find_binary(const char* name, ab_binary_fwd* fwd, ab_binary_bwd* bwd_x, ab_binary_bwd* bwd_y)
+    ctypedef struct ab_unary_info:      # a line of AB_UNARY_OPS
+        const char* name
+        const char* attr                # keyword of the constant A; "_": none
+        float attr_default
+        ab_unary_fwd fwd
+        ab_unary_bwd bwd
+    const ab_unary_info* ab_unary_api
+    int AB_UNARY_API_COUNT
