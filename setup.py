@@ -14,6 +14,7 @@ MOD_NAMES = [
     "autobatch._kernels_recurrent",
     "autobatch._kernels_structure",
     "autobatch._kernels_conv",  # convolution and max pooling on raw float* images
+    "autobatch._kernels_conv_np",   # ... their numpy entry points, for kernel tests
     "autobatch._conv_nodes",    # ... over the images of every node of a batch
     "autobatch._optable",       # the op table: one record per op
     "autobatch._signatures",    # interning signatures derived from the op records

@@ -27,7 +27,11 @@ cdef const OpDef* OPS = op_table()
 OP_NAMES = [OPS[i].name.decode() for i in range(n_ops())]
 
 
+# one module, its parts by job (each names what it uses of the others)
+include "_shapes.pxi"
 include "_expression.pxi"
 include "_parameters.pxi"
-include "_ops.pxi"
+include "_ops_inputs.pxi"
+include "_ops_math.pxi"
+include "_ops_structure.pxi"
 include "_ops_conv.pxi"

@@ -12,7 +12,7 @@ import os
 import numpy as np
 import pytest
 
-from autobatch import _kernels_conv as K
+from autobatch import _kernels_conv_np as K
 
 FLT_MAX = float(np.finfo(np.float32).max)
 DATA = os.path.join(os.path.dirname(__file__), "data", "conv_dynet.npz")

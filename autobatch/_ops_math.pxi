@@ -1,0 +1,230 @@
+# The DyNet functions of arithmetic: elementwise ops (the API's unary ops are made
+# from _elementwise.h here), sums, products, reductions, softmax. Included by
+# _core.pyx; uses _expression.pxi and _shapes.pxi.
+
+def nobackprop(x): return _unary(OP_NOBACKPROP, _as_expr(x), 0.0)
+
+
+# ------------------------------------------- the API's unary elementwise ops ----
+# One function per line of AB_UNARY_OPS in _elementwise.h (tanh, exp, elu, ...), made
+# here when the module loads: a line there is the whole op.
+
+cdef float _constant_argument(str name, str attr, float default, tuple args, dict kwargs) except? -1:
+    """The op's constant A from f(x, A) or f(x, attr=A)."""
+    if len(args) + len(kwargs) > 1 or any(k != attr for k in kwargs):
+        raise TypeError(f"{name}() takes x and an optional {attr}")
+    value = args[0] if args else kwargs.get(attr, default)
+    if not _is_number(value):
+        raise TypeError(f"{name}: {attr} must be a number, got {type(value).__name__}")
+    return value
+
+
+cdef object _api_unary(int op, str name, str attr, float default):
+    if not attr:
+        def function(x):
+            return _unary(op, _as_expr(x), 0.0)
+        function.__doc__ = f"{name}(x): elementwise {name} (DyNet's dy.{name})."
+    else:
+        def function(x, *args, **kwargs):
+            return _unary(op, _as_expr(x), _constant_argument(name, attr, default, args, kwargs))
+        function.__doc__ = f"{name}(x, {attr}={default:g}): elementwise {name} (DyNet's dy.{name})."
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = "autobatch"
+    return function
+
+
+cdef int _k_api
+ELEMENTWISE_FUNCTIONS = {}
+for _k_api in range(AB_UNARY_API_COUNT):
+    _name = ab_unary_api[_k_api].name.decode()
+    _attr = ab_unary_api[_k_api].attr.decode()
+    ELEMENTWISE_FUNCTIONS[_name] = _api_unary(N_FIXED_OPS + _k_api, _name,
+                                              "" if _attr == "_" else _attr,
+                                              ab_unary_api[_k_api].attr_default)
+globals().update(ELEMENTWISE_FUNCTIONS)
+
+
+def dropout(Expression x, float p):
+    """Zero each element with probability p, scale the rest by 1/(1-p)."""
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1), got {p}")
+    return _unary(OP_DROPOUT, x, p)
+
+
+def noise(Expression x, float stddev):
+    if stddev < 0:
+        raise ValueError(f"noise: stddev must be >= 0, got {stddev}")
+    return _unary(OP_NOISE, x, stddev)
+
+
+def cmult(x, y): return _binary(OP_CMULT, _as_expr(x), _as_expr(y))
+def cdiv(x, y): return _binary(OP_CDIV, _as_expr(x), _as_expr(y))
+
+
+def colwise_add(x, bias):
+    """x + bias with the column vector bias added to every column of the matrix x."""
+    cdef Expression ex = _as_expr(x), eb = _as_expr(bias)
+    cdef Node* a = _check(ex)
+    cdef Node* b = _check(eb)
+    if a.nd != 2 or b.nd > 2 or b.d[0] != a.d[0] or b.d[1] != 1:
+        raise DimensionError(f"colwise_add: x of shape {_dimstr(a)} must be a matrix and bias "
+                             f"of shape {_dimstr(b)} a column of as many rows")
+    return _binary(OP_ADD, ex, eb)
+
+
+def pow(x, y):
+    """Elementwise x ** y; y may be a one-element expression (or a number)."""
+    if _is_number(y):
+        y = constant((1,), y)
+    return _binary(OP_POW, _as_expr(x), _as_expr(y))
+
+
+def esum(xs): return _nary_same(OP_ESUM, xs, True)
+def average(xs): return _nary_same(OP_AVERAGE, xs, True)
+def logsumexp(xs): return _nary_same(OP_LOGSUMEXP, xs, False)
+
+
+def affine_transform(xs):
+    """xs = [b, W1, x1, W2, x2, ...]: b + W1 x1 + W2 x2 + ..."""
+    xs = list(xs)
+    if len(xs) % 2 != 1:
+        raise ValueError("affine_transform: expects [b, W1, x1, W2, x2, ...] (an odd number)")
+    if len(xs) == 1:
+        return _as_expr(xs[0])
+    cdef int32_t* ids = NULL
+    cdef int32_t n = _collect(xs, "affine_transform", &ids)
+    cdef Node* b = &_cg.nodes[ids[0]]
+    cdef Node* w
+    cdef Node* x
+    cdef int k, nrows = -1, ncols = -1, bs = b.bs, x_nd = _cg.nodes[ids[2]].nd
+    try:
+        for k in range(1, n, 2):
+            w = &_cg.nodes[ids[k]]
+            x = &_cg.nodes[ids[k + 1]]
+            if w.nd > 2 or x.nd > 2 or cols(w) != rows(x) or \
+                    (nrows >= 0 and (rows(w) != nrows or cols(x) != ncols)):
+                raise DimensionError(f"affine_transform: term {k // 2} multiplies {_dimstr(w)} by "
+                                     f"{_dimstr(x)}")
+            nrows, ncols = rows(w), cols(x)
+            bs = _merge_bs("affine_transform", _merge_bs("affine_transform", bs, w.bs), x.bs)
+        if b.nd > 2 or rows(b) != nrows or not (cols(b) == 1 or cols(b) == ncols):
+            raise DimensionError(f"affine_transform: bias of shape {_dimstr(b)} does not fit a "
+                                 f"({nrows}, {ncols}) result")
+        return _wrap(_cg.add_node(OP_AFFINE, n, ids,
+                                  _product_shape("affine_transform", nrows, ncols, x_nd, bs)))
+    finally:
+        free(ids)
+
+
+cdef Expression _reduce(int op, Expression x):
+    cdef Node* n = _check(x)
+    return _wrap(_cg.add_node(op, 1, &x.idx, _matrix_shape(OP_NAMES[op], 1, 1, n.bs)))
+
+
+def sum_elems(Expression x): return _reduce(OP_SUM_ELEMS, x)
+def mean_elems(Expression x): return _reduce(OP_MEAN_ELEMS, x)
+def squared_norm(Expression x): return _reduce(OP_SQUARED_NORM, x)
+def l2_norm(Expression x): return _reduce(OP_L2_NORM, x)
+
+
+cdef Expression _pair_reduce(int op, Expression x, Expression y):
+    cdef Node* a = _check(x)
+    cdef Node* b = _check(y)
+    name = OP_NAMES[op]
+    if a.nd != b.nd or not _same_dims(a, b):     # DyNet: trailing 1s count here
+        raise DimensionError(f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not match")
+    cdef int bs = _bs2(name, a, b)
+    cdef int32_t argv[2]
+    argv[0] = x.idx
+    argv[1] = y.idx
+    return _wrap(_cg.add_node(op, 2, argv, _matrix_shape(name, 1, 1, bs)))
+
+
+def dot_product(Expression x, Expression y): return _pair_reduce(OP_DOT, x, y)
+def squared_distance(Expression x, Expression y): return _pair_reduce(OP_SQUARED_DISTANCE, x, y)
+def binary_log_loss(Expression x, Expression y): return _pair_reduce(OP_BINARY_LOG_LOSS, x, y)
+
+
+def sum_batches(Expression x):
+    cdef Node* n = _check(x)
+    return _wrap(_cg.add_node(OP_SUM_BATCHES, 1, &x.idx, _like(n, 1)))
+
+
+cdef Expression _extreme_dim(int op, Expression x, object d):
+    cdef Node* n = _check(x)
+    name = OP_NAMES[op]
+    cdef int k = _dim_index(name, n, d)
+    cdef Attrs at = _axis_attr(k)
+    return _wrap(_cg.add_node(op, 1, &x.idx, _without_dims(name, n, 1 << k, n.bs), 0, &at))
+
+
+def max_dim(Expression x, d=0):
+    """The largest element along dimension d, which is removed (DyNet's max_dim); the
+    gradient goes to the first largest."""
+    return _extreme_dim(OP_MAX_DIM, x, d)
+
+
+def min_dim(Expression x, d=0):
+    """The smallest element along dimension d, which is removed."""
+    return _extreme_dim(OP_MIN_DIM, x, d)
+
+
+cdef Expression _sum_dims(int op, Expression x, object d, object b, object n):
+    """sum_dim / mean_dim: over the dimensions in the list d, and the batch if b."""
+    cdef Node* node = _check(x)
+    name = OP_NAMES[op]
+    if isinstance(d, (int, np.integer)):
+        d = [d]
+    cdef int mask = 0, k, a
+    for v in d:
+        k = _dim_index(name, node, v)
+        if mask & (1 << k):
+            raise DimensionError(f"{name}: dimension {k} is listed twice in d={list(d)}")
+        mask |= 1 << k
+    if b:
+        mask |= 1 << MAX_DIMS
+    if mask == 0:
+        raise DimensionError(f"{name}: nothing to reduce: give dimensions in d or b=True")
+    n = _as_index(n, name)
+    if n < 0:
+        raise ValueError(f"{name}: n must be >= 0, got {n}")
+    cdef int64_t count = node.bs if b else 1
+    for a in range(node.nd):
+        if mask & (1 << a):
+            count *= node.d[a]
+    cdef Attrs at
+    memset(&at, 0, sizeof(Attrs))
+    at.reduce.mask = mask
+    at.reduce.scale = 1.0 if op == OP_SUM_DIM else 1.0 / (n if n > 0 else count)
+    return _wrap(_cg.add_node(op, 1, &x.idx, _without_dims(name, node, mask, 1 if b else node.bs),
+                              0, &at))
+
+
+def sum_dim(Expression x, d, b=False, n=0):
+    """Sum over the dimensions in the list d (removed from the shape), and over the batch
+    when b; n is unused (DyNet's signature)."""
+    return _sum_dims(OP_SUM_DIM, x, d, b, n)
+
+
+def mean_dim(Expression x, d, b=False, n=0):
+    """Mean over the dimensions in the list d (removed from the shape), and over the
+    batch when b; n > 0 divides the sum by n instead of the number of elements
+    (masking)."""
+    return _sum_dims(OP_MEAN_DIM, x, d, b, n)
+
+
+def softmax(Expression x, d=0):
+    """Softmax along dimension d: d=0 normalises each column, d=1 each row (any
+    dimension of an N-d value; DyNet stops at matrices)."""
+    cdef Node* n = _check(x)
+    cdef Attrs at = _axis_attr(_dim_index("softmax", n, d))
+    return _wrap(_cg.add_node(OP_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))
+
+
+def log_softmax(Expression x, restrict=None):
+    """Log of the softmax of each column (dimension 0), as DyNet."""
+    if restrict is not None:
+        raise NotImplementedError("log_softmax(restrict=...) is not supported")
+    cdef Node* n = _check(x)
+    cdef Attrs at = _axis_attr(0)
+    return _wrap(_cg.add_node(OP_LOG_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))
