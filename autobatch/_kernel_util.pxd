@@ -92,3 +92,30 @@ cdef inline int32_t* int_aux(Node* n) noexcept nogil:
 cdef inline int dim_or_batch(const Node* n, int a) noexcept nogil:
     """Size of dimension a of n, the batch being dimension MAX_DIMS."""
     return n.d[a] if a < MAX_DIMS else n.bs
+
+cdef inline void contiguous_strides(const Node* n, int* st) noexcept nogil:
+    """Strides of n's dimensions and batch (dimension MAX_DIMS) in its own memory."""
+    cdef int a, t = 1
+    for a in range(MAX_DIMS + 1):
+        st[a] = t
+        t *= dim_or_batch(n, a)
+
+cdef inline void strided_walk(float* dst, const int* dst_st, const float* src,
+                              const int* src_st, const int* size, float scale,
+                              bint add) noexcept nogil:
+    """For every index c of the box `size` (the dimensions, then the batch):
+    dst[c . dst_st] = (or +=) scale * src[c . src_st]. Transposing, gathering and
+    summing over dimensions are this walk with other strides (a stride 0 repeats)."""
+    cdef int c4, c3, c2, c1, c0, d, s
+    for c4 in range(size[4]):
+        for c3 in range(size[3]):
+            for c2 in range(size[2]):
+                for c1 in range(size[1]):
+                    d = c4 * dst_st[4] + c3 * dst_st[3] + c2 * dst_st[2] + c1 * dst_st[1]
+                    s = c4 * src_st[4] + c3 * src_st[3] + c2 * src_st[2] + c1 * src_st[1]
+                    if add:
+                        for c0 in range(size[0]):
+                            dst[d + c0 * dst_st[0]] += scale * src[s + c0 * src_st[0]]
+                    else:
+                        for c0 in range(size[0]):
+                            dst[d + c0 * dst_st[0]] = scale * src[s + c0 * src_st[0]]

@@ -174,53 +174,28 @@ cdef void reduce_strides(const Node* x, int mask, int* size, int* ostride) noexc
 cdef void sum_dim_fwd(Batch* b) noexcept nogil:
     # sum_dim and mean_dim: y = scale * (sum of x over the dimensions in mask)
     cdef Node* n0 = NODE(b, 0)
-    cdef float scale = n0.attr.reduce.scale
     cdef int size[5]
     cdef int os[5]
-    cdef int j, i, e, c3, c2, c1, c0, o
-    cdef float* x
-    cdef float* y
+    cdef int xst[5]
+    cdef int j
     reduce_strides(ARG(b, 0, 0), n0.attr.reduce.mask, size, os)
+    contiguous_strides(ARG(b, 0, 0), xst)
     for j in range(b.n):
-        x = ARG(b, j, 0).val
-        y = NODE(b, j).val
-        memset(y, 0, n0.size * sizeof(float))
-        i = 0
-        for e in range(size[4]):
-            for c3 in range(size[3]):
-                for c2 in range(size[2]):
-                    for c1 in range(size[1]):
-                        o = e * os[4] + c3 * os[3] + c2 * os[2] + c1 * os[1]
-                        for c0 in range(size[0]):
-                            y[o + c0 * os[0]] += x[i]
-                            i += 1
-        if scale != 1.0:
-            for i in range(n0.size):
-                y[i] *= scale
+        memset(NODE(b, j).val, 0, n0.size * sizeof(float))
+        strided_walk(NODE(b, j).val, os, ARG(b, j, 0).val, xst, size, n0.attr.reduce.scale, True)
 
 cdef void sum_dim_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
-    cdef float scale = n0.attr.reduce.scale
     cdef int size[5]
     cdef int os[5]
-    cdef int j, i, e, c3, c2, c1, c0, o
-    cdef float* dx
-    cdef float* dy
+    cdef int xst[5]
+    cdef int j
     reduce_strides(ARG(b, 0, 0), n0.attr.reduce.mask, size, os)
+    contiguous_strides(ARG(b, 0, 0), xst)
     for j in range(b.n):
-        dx = ARG(b, j, 0).grad
-        dy = NODE(b, j).grad
-        i = 0
-        for e in range(size[4]):
-            for c3 in range(size[3]):
-                for c2 in range(size[2]):
-                    for c1 in range(size[1]):
-                        o = e * os[4] + c3 * os[3] + c2 * os[2] + c1 * os[1]
-                        for c0 in range(size[0]):
-                            dx[i] += scale * dy[o + c0 * os[0]]
-                            i += 1
+        strided_walk(ARG(b, j, 0).grad, xst, NODE(b, j).grad, os, size, n0.attr.reduce.scale, True)
 
 cdef void sum_batches_fwd(Batch* b) noexcept nogil:
     cdef int j, k, i, m

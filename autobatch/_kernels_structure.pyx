@@ -170,59 +170,40 @@ cdef void pick_batch_bwd(Batch* b) noexcept nogil:
             for i in range(m):
                 dx[i] += NODE(b, j).grad[k * m + i]
 
-cdef void transpose_strides(const Node* x, const int32_t* perm, int* st) noexcept nogil:
-    """st[k]: the stride in x of output dimension k (x's dimension perm[k])."""
+cdef void transpose_plan(Batch* b, int* xst, int* yst, int* size) noexcept nogil:
+    """The walk of a transposition: the output's box and its strides in y (contiguous)
+    and in x (output dimension k is x's dimension perm[k]; the batch is last)."""
+    cdef Node* n0 = NODE(b, 0)
+    cdef Node* x = ARG(b, 0, 0)
+    cdef int own[5]
     cdef int a
-    cdef int xs[4]
-    cdef int t = 1
+    contiguous_strides(x, own)
+    contiguous_strides(n0, yst)
     for a in range(MAX_DIMS):
-        xs[a] = t
-        t *= x.d[a]
-    for a in range(MAX_DIMS):
-        st[a] = xs[perm[a]]
+        xst[a] = own[n0.attr.transpose.perm[a]]
+    xst[MAX_DIMS] = own[MAX_DIMS]
+    for a in range(MAX_DIMS + 1):
+        size[a] = dim_or_batch(n0, a)
 
 cdef void transpose_fwd(Batch* b) noexcept nogil:
-    # y[o0, o1, o2, o3] = x[o at the permuted positions], per batch element
-    cdef Node* n0 = NODE(b, 0)
-    cdef int st[4]
-    cdef int m = elems(n0), j, k, i, o0, o1, o2, o3, at
-    cdef float* x
-    cdef float* y
-    transpose_strides(ARG(b, 0, 0), n0.attr.transpose.perm, st)
+    cdef int xst[5]
+    cdef int yst[5]
+    cdef int size[5]
+    cdef int j
+    transpose_plan(b, xst, yst, size)
     for j in range(b.n):
-        x = ARG(b, j, 0).val
-        y = NODE(b, j).val
-        i = 0
-        for k in range(n0.bs):
-            for o3 in range(n0.d[3]):
-                for o2 in range(n0.d[2]):
-                    for o1 in range(n0.d[1]):
-                        at = k * m + o3 * st[3] + o2 * st[2] + o1 * st[1]
-                        for o0 in range(n0.d[0]):
-                            y[i] = x[at + o0 * st[0]]
-                            i += 1
+        strided_walk(NODE(b, j).val, yst, ARG(b, j, 0).val, xst, size, 1.0, False)
 
 cdef void transpose_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
-    cdef Node* n0 = NODE(b, 0)
-    cdef int st[4]
-    cdef int m = elems(n0), j, k, i, o0, o1, o2, o3, at
-    cdef float* dx
-    cdef float* dy
-    transpose_strides(ARG(b, 0, 0), n0.attr.transpose.perm, st)
+    cdef int xst[5]
+    cdef int yst[5]
+    cdef int size[5]
+    cdef int j
+    transpose_plan(b, xst, yst, size)
     for j in range(b.n):
-        dx = ARG(b, j, 0).grad
-        dy = NODE(b, j).grad
-        i = 0
-        for k in range(n0.bs):
-            for o3 in range(n0.d[3]):
-                for o2 in range(n0.d[2]):
-                    for o1 in range(n0.d[1]):
-                        at = k * m + o3 * st[3] + o2 * st[2] + o1 * st[1]
-                        for o0 in range(n0.d[0]):
-                            dx[at + o0 * st[0]] += dy[i]
-                            i += 1
+        strided_walk(ARG(b, j, 0).grad, xst, NODE(b, j).grad, yst, size, 1.0, True)
 
 # A lookup_batch node's ibuf data: the slot of its table in b.tables (values at
 # 2 * slot, gradients or NULL at 2 * slot + 1), then one row index per batch element.

@@ -821,43 +821,46 @@ _lstm_hidden_variant("batched", 2, 4, 2)
 # Images (H, W, C) and filters (KH, KW, C_in, C_out) are 2-d parameters reshaped; the
 # filter and bias are shared by every instance (one node per graph, as a parameter).
 
-def _ref_conv(x, f, b, stride, valid):
-    """DyNet's conv2d: cross-correlation; SAME pads total max(0, (O-1)s + K - H), the
-    top/left getting half (rounded down)."""
+def _padded(x, KH, KW, stride, valid, fill):
+    """DyNet's windows over x (H, W, C): x inside a frame of `fill` (SAME pads a total
+    of max(0, (O-1)s + K - H), the top/left getting half, rounded down), and the output
+    size (OH, OW); VALID has no padding."""
     H, W, C = x.shape
-    KH, KW, _, CO = f.shape
     if valid:
         OH, OW, pt, pl = -(-(H - KH + 1) // stride[0]), -(-(W - KW + 1) // stride[1]), 0, 0
     else:
         OH, OW = -(-H // stride[0]), -(-W // stride[1])
         pt = max(0, (OH - 1) * stride[0] + KH - H) // 2
         pl = max(0, (OW - 1) * stride[1] + KW - W) // 2
-    xp = np.zeros((pt + (OH - 1) * stride[0] + KH + H, pl + (OW - 1) * stride[1] + KW + W, C))
+    xp = np.full((pt + (OH - 1) * stride[0] + KH + H, pl + (OW - 1) * stride[1] + KW + W, C), fill)
     xp[pt:pt + H, pl:pl + W] = x
-    y = np.zeros((OH, OW, CO))
+    return xp, OH, OW
+
+
+def _windows(x, KH, KW, stride, valid, fill):
+    """(i, j, window (KH, KW, C)) for every output position."""
+    xp, OH, OW = _padded(x, KH, KW, stride, valid, fill)
     for i in range(OH):
         for j in range(OW):
-            win = xp[i * stride[0]:i * stride[0] + KH, j * stride[1]:j * stride[1] + KW]
-            y[i, j] = np.einsum("hwc,hwco->o", win, f)
+            yield i, j, xp[i * stride[0]:i * stride[0] + KH, j * stride[1]:j * stride[1] + KW]
+
+
+def _ref_conv(x, f, b, stride, valid):
+    """DyNet's conv2d: cross-correlation of x (H, W, C) with f (KH, KW, C, CO)."""
+    KH, KW, _, CO = f.shape
+    _, OH, OW = _padded(x, KH, KW, stride, valid, 0.0)
+    y = np.zeros((OH, OW, CO))
+    for i, j, win in _windows(x, KH, KW, stride, valid, 0.0):
+        y[i, j] = np.einsum("hwc,hwco->o", win, f)
     return y if b is None else y + b
 
 
 def _ref_pool(x, ksize, stride, valid):
-    H, W, C = x.shape
-    KH, KW = ksize
-    if valid:
-        OH, OW, pt, pl = -(-(H - KH + 1) // stride[0]), -(-(W - KW + 1) // stride[1]), 0, 0
-    else:
-        OH, OW = -(-H // stride[0]), -(-W // stride[1])
-        pt = max(0, (OH - 1) * stride[0] + KH - H) // 2
-        pl = max(0, (OW - 1) * stride[1] + KW - W) // 2
-    xp = np.full((pt + (OH - 1) * stride[0] + KH + H, pl + (OW - 1) * stride[1] + KW + W, C),
-                 -np.finfo(np.float32).max)
-    xp[pt:pt + H, pl:pl + W] = x
-    y = np.zeros((OH, OW, C))
-    for i in range(OH):
-        for j in range(OW):
-            y[i, j] = xp[i * stride[0]:i * stride[0] + KH, j * stride[1]:j * stride[1] + KW].max(axis=(0, 1))
+    """DyNet's maxpooling2d: SAME pads with -FLT_MAX."""
+    _, OH, OW = _padded(x, *ksize, stride, valid, 0.0)
+    y = np.zeros((OH, OW, x.shape[2]))
+    for i, j, win in _windows(x, *ksize, stride, valid, -np.finfo(np.float32).max):
+        y[i, j] = win.max(axis=(0, 1))
     return y
 
 
