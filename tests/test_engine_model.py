@@ -72,7 +72,7 @@ def test_a_graph_refuses_expressions_it_does_not_own():
     assert e.value() == [1.0, 2.0]
 
 
-def test_out_of_memory_is_a_memory_error_and_the_graph_stays_usable():
+def test_out_of_memory_is_a_memory_error_and_the_graph_stays_usable(tmp_path):
     # a child process with a 2 GB address space: the batch that needs 1.6 GB more
     # than is left fails with MemoryError, not abort()
     code = textwrap.dedent("""
@@ -87,6 +87,8 @@ def test_out_of_memory_is_a_memory_error_and_the_graph_stays_usable():
             print("MemoryError")
         print(small.value()[0], dy.sum_elems(dy.ones(3) * 2).value())
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    # run elsewhere than the source tree, which would shadow the installed package
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["MemoryError", "0.0", "6.0"]
