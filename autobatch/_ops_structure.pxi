@@ -107,9 +107,12 @@ def hinge_batch(Expression x, v, float m=1.0):
     return hinge(x, list(v), m)
 
 
-def pick(Expression e, index=0, dim=0):
+def pick(Expression e, index=0, dim=0, *, d=None):
     """The slice at `index` along dimension `dim`, which is removed (DyNet's pick; its
-    keywords). A list of indices picks one per batch element (pick_batch)."""
+    keywords; `d=` is this library's older name for `dim`). A list of indices picks one
+    per batch element (pick_batch)."""
+    if d is not None:
+        dim = d
     cdef Node* n = _check(e)
     cdef int k = _dim_index("pick", n, dim, "dim")
     cdef int bs = n.bs
@@ -119,9 +122,9 @@ def pick(Expression e, index=0, dim=0):
     return _wrap(_cg.add_node(OP_PICK, 1, &e.idx, _without_dims("pick", n, 1 << k, bs), at, &attr))
 
 
-def pick_batch(Expression e, indices, dim=0):
+def pick_batch(Expression e, indices, dim=0, *, d=None):
     """pick with one index per batch element (an unbatched e makes a batch of them)."""
-    return pick(e, list(indices), dim)
+    return pick(e, list(indices), dim if d is None else d)
 
 
 def pick_range(Expression x, s, e, d=0):

@@ -1,5 +1,7 @@
 """The engine's model of a node: full shapes in signatures, checked sizes, one
 out-of-memory policy, graphs that refuse expressions they do not own."""
+import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -87,8 +89,17 @@ def test_out_of_memory_is_a_memory_error_and_the_graph_stays_usable(tmp_path):
             print("MemoryError")
         print(small.value()[0], dy.sum_elems(dy.ones(3) * 2).value())
     """)
-    # run elsewhere than the source tree, which would shadow the installed package
+    # the child imports the autobatch these tests import (not a source tree in its cwd)
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(dy.__file__).resolve().parent.parent))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=tmp_path)
+                         cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["MemoryError", "0.0", "6.0"]
+
+
+def test_pick_keeps_its_older_keyword():
+    # DyNet's keyword is dim; programs written for this library's first API used d
+    dy.renew_cg()
+    m = dy.inputTensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert dy.pick(m, 1, d=1).value() == dy.pick(m, 1, dim=1).value() == [1.0, 4.0]
+    assert dy.pick_batch(m, [0, 2], d=1).npvalue().tolist() == [[0.0, 2.0], [3.0, 5.0]]
