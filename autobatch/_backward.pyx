@@ -26,7 +26,6 @@ cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batc
     unbatched reference)."""
     arena_reset(ctx.scratch)
     cdef int64_t nanc = sched_collect(work, v, target, True)
-    cdef int32_t st = work.stamp           # mark[i] == st: i is an ancestor of target
     assign_gradient_memory(v, log, work, ctx, nanc, full)
     cdef Node* t = &v.nodes[target]
     cdef int j
@@ -50,41 +49,52 @@ cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batc
         free(defer.items)
         raise MemoryError("autobatch: backward's work arrays")
     ctx.defer = &defer if defer_weights else NULL
-    cdef int32_t nsub
-    cdef int32_t* ids
+    # the GIL stays held: backward adds into parameter gradients, which the graphs of
+    # all threads share (forward kernels, which only read parameters, release it)
     try:
-        with nogil:
-            for bi in range(log.n - 1, -1, -1):
-                ids = log.ids + log.at[bi]
-                nsub = 0
-                for j in range(log.count[bi]):
-                    if work.mark[ids[j]] == st and v.nodes[ids[j]].flags & F_NEEDS_GRAD:
-                        nsub = nsub + 1
-                if nsub == 0:
-                    continue
-                nsub = 0
-                for j in range(log.count[bi]):
-                    if work.mark[ids[j]] == st:
-                        sub[nsub] = ids[j]
-                        nsub = nsub + 1
-                ctx.n = nsub
-                if nsub == log.count[bi]:
-                    ctx.ids = ids
-                    ctx.block = v.nodes[ids[0]].grad
-                else:
-                    ctx.ids = sub
-                    ctx.block = NULL
-                ctx.math = &OPS[v.nodes[ids[0]].op].math
-                OPS[v.nodes[ids[0]].op].bwd(ctx)
-                if ctx.scratch.failed:
-                    break
-            if not ctx.scratch.failed:
-                flush_weight_grads(&defer, ctx.scratch)
+        run_in_reverse(v, log, work, ctx, sub, &defer)
         arena_check(ctx.scratch)
     finally:
         free(defer.items)
         free(sub)
     return 0
+
+
+cdef void run_in_reverse(const NodeView* v, const BatchLog* log, Sched* work, Batch* ctx,
+                         int32_t* sub, WeightGrads* defer) noexcept nogil:
+    """The backward kernels of the batches that hold an ancestor of the target
+    (work.mark == stamp) that wants a gradient, last batch first, then the postponed
+    weight gradients; stops when scratch memory runs out."""
+    cdef int32_t st = work.stamp
+    cdef int64_t bi
+    cdef int32_t nsub, j
+    cdef int32_t* ids
+    for bi in range(log.n - 1, -1, -1):
+        ids = log.ids + log.at[bi]
+        nsub = 0
+        for j in range(log.count[bi]):
+            if work.mark[ids[j]] == st and v.nodes[ids[j]].flags & F_NEEDS_GRAD:
+                nsub = nsub + 1
+        if nsub == 0:
+            continue
+        nsub = 0
+        for j in range(log.count[bi]):
+            if work.mark[ids[j]] == st:
+                sub[nsub] = ids[j]
+                nsub = nsub + 1
+        ctx.n = nsub
+        if nsub == log.count[bi]:
+            ctx.ids = ids
+            ctx.block = v.nodes[ids[0]].grad
+        else:
+            ctx.ids = sub
+            ctx.block = NULL
+        ctx.math = &OPS[v.nodes[ids[0]].op].math
+        OPS[v.nodes[ids[0]].op].bwd(ctx)
+        if ctx.scratch.failed:
+            break
+    if not ctx.scratch.failed:
+        flush_weight_grads(defer, ctx.scratch)
 
 
 cdef int assign_gradient_memory(const NodeView* v, const BatchLog* log, Sched* work,

@@ -18,6 +18,7 @@ from autobatch._kernels_conv cimport (ConvGeom, conv_geom, pool_geom, GEOM_OK, G
                                       GEOM_FILTER_TOO_BIG)
 
 import operator
+import threading
 
 import numpy as np
 

@@ -2,63 +2,103 @@
 # uses the shape helpers of _shapes.pxi and Parameters (_parameters.pxi).
 
 # ----------------------------------------------------------- current graph ----
+# Each thread builds its own graph (its "current graph"); parameters are shared. _cg is
+# the graph of the thread that called in last, so the common case (one thread) costs a
+# comparison of thread ids. Graph versions are unique across threads, so an Expression
+# of another thread's graph is refused as stale, never read.
+
+cdef extern from *:
+    """
+    /* which thread runs: the address of a thread-local byte, one instruction (the
+       initial-exec model needs no call; one byte fits any static TLS reserve) */
+    static __thread char ab_thread_marker __attribute__((tls_model("initial-exec")));
+    static inline void* ab_this_thread(void) { return &ab_thread_marker; }
+    """
+    void* ab_this_thread() nogil
 
 cdef ComputationGraph _cg = ComputationGraph(None)
-cdef int _version = 0
+cdef void* _cg_thread = ab_this_thread()
+cdef object _thread_graphs = threading.local()
+_thread_graphs.graph = _cg
+cdef int _last_version = 0
 cdef uint64_t _seed_state = 0x5DEECE66D
 
 
+cdef ComputationGraph _switch_thread():
+    global _cg, _cg_thread
+    g = getattr(_thread_graphs, "graph", None)
+    if g is None:
+        g = ComputationGraph(None)
+        _thread_graphs.graph = g
+    _cg = <ComputationGraph>g
+    _cg_thread = ab_this_thread()
+    return _cg
+
+
+cdef inline ComputationGraph _here():
+    """The calling thread's current graph."""
+    if ab_this_thread() != _cg_thread:
+        return _switch_thread()
+    return _cg
+
+
 def renew_cg(immediate_compute=False, check_validity=False, strategy=None, autobatching=None):
-    """Start a new computation graph; every earlier Expression becomes stale.
+    """Start a new computation graph (of the calling thread); every earlier Expression
+    becomes stale.
 
     strategy: a strategy name or object (default: the process default, "agenda");
     autobatching=False is the same as strategy="none". DyNet's debugging switches:
     immediate_compute computes every node when it is created, check_validity raises
     FloatingPointError on the first NaN or infinity."""
-    global _version, _seed_state
+    global _last_version, _seed_state
     if autobatching is not None and not autobatching:
         if strategy not in (None, "none"):
             raise ValueError("autobatching=False and a batching strategy contradict each other")
         strategy = "none"
-    _version += 1
+    cdef ComputationGraph g = _here()
+    _last_version += 1
     _seed_state += 1
-    _cg.renew(strategy, _version, _seed_state, immediate_compute, check_validity)
-    return _cg
+    g.renew(strategy, _last_version, _seed_state, immediate_compute, check_validity)
+    return g
 
 
 def cg_version():
-    return _version
+    return _here().version
 
 
 def cg():
-    """The current computation graph."""
-    return _cg
+    """The current computation graph (of the calling thread)."""
+    return _here()
 
 
 def set_random_seed(uint64_t seed):
     """Seed for dropout/noise/random_normal in later graphs (parameters use numpy's)."""
     global _seed_state
     _seed_state = seed
-    rng_seed(&_cg.rng, seed)
+    rng_seed(&_here().rng, seed)
 
 
 cdef inline Node* _check(Expression e) except NULL:
-    if e.version != _version:
+    """e's node, if e belongs to the calling thread's current graph."""
+    if (e.version != _cg.version or ab_this_thread() != _cg_thread) and \
+            e.version != _switch_thread().version:
         raise StaleExpressionError(
-            "stale Expression: it was created before the computation graph was renewed")
+            "stale Expression: it was created before the computation graph was renewed, "
+            "or by another thread (each thread builds its own graph)")
     return &_cg.nodes[e.idx]
 
 
 cdef int _compute(int32_t idx, bint recalculate) except -1:
     if recalculate:
-        _cg.invalidate()
-    return _cg.forward_to(idx)
+        _here().invalidate()
+    return _here().forward_to(idx)
 
 
 cdef inline Expression _wrap(int32_t idx):
+    """The handle of node idx, just added to _cg."""
     cdef Expression e = Expression.__new__(Expression)
     e.idx = idx
-    e.version = _version
+    e.version = _cg.version
     if _cg.immediate_compute:
         _cg.forward_to(idx)
     return e
@@ -86,12 +126,12 @@ cdef class Expression:
         return self.version
 
     def is_stale(self):
-        return self.version != _version
+        return self.version != _here().version
 
     def dim(self):
         """(shape, batch size), as in DyNet."""
         cdef Node* n = _check(self)
-        return _cg.shape_of(self.idx), n.bs
+        return _here().shape_of(self.idx), n.bs
 
     def forward(self, recalculate=False):
         """Compute the value; with recalculate=True everything is computed again (after
@@ -107,31 +147,31 @@ cdef class Expression:
         element's values, one after another), else a numpy array."""
         cdef Node* n = _check(self)
         _compute(self.idx, recalculate)
-        n = &_cg.nodes[self.idx]
+        n = &_here().nodes[self.idx]
         if n.size == 1:
             return float(n.val[0])
         if n.nd == 1:
             return [float(n.val[i]) for i in range(n.size)]
-        return _cg.value_array(self.idx, False)
+        return _here().value_array(self.idx, False)
 
     def npvalue(self, recalculate=False):
         """Numpy copy of the value; the batch is the last axis when batch size > 1."""
         _check(self)
         _compute(self.idx, recalculate)
-        return _cg.value_array(self.idx, False)
+        return _here().value_array(self.idx, False)
 
     def scalar_value(self, recalculate=False):
         cdef Node* n = _check(self)
         if n.size != 1:
             raise ValueError(f"scalar_value() of an expression of shape {_dimstr(n)}")
         _compute(self.idx, recalculate)
-        return float(_cg.nodes[self.idx].val[0])
+        return float(_here().nodes[self.idx].val[0])
 
     def vec_value(self, recalculate=False):
         """The value flattened to a list (column-major, batch last)."""
         _check(self)
         _compute(self.idx, recalculate)
-        return _cg.value_array(self.idx, False).ravel(order="F").tolist()
+        return _here().value_array(self.idx, False).ravel(order="F").tolist()
 
     def tensor_value(self, recalculate=False):
         return self.npvalue(recalculate)
@@ -141,19 +181,23 @@ cdef class Expression:
         full=True also keep the gradient of every node it depends on, inputs and
         constants included (read them with gradient())."""
         _check(self)
-        _cg.backward_from(self.idx, full)
+        _here().backward_from(self.idx, full)
 
     def gradient(self):
         """d(last backward's loss)/d(self) as numpy (zeros where nothing flows)."""
         cdef Node* n = _check(self)
         if not (n.flags & F_DONE):
             raise RuntimeError("gradient() before forward/backward")
-        return _cg.value_array(self.idx, True)
+        return _here().value_array(self.idx, True)
+
+    def __reduce__(self):
+        raise TypeError("an Expression is a handle into one computation graph of one process; "
+                        "it cannot be pickled (pickle its npvalue() instead)")
 
     def __repr__(self):
-        if self.version != _version:
+        if self.version != _here().version:
             return f"<Expression {self.idx} (stale)>"
-        n = &_cg.nodes[self.idx]
+        n = &_here().nodes[self.idx]
         return f"<Expression {self.idx}: {OP_NAMES[n.op]} {_dimstr(n)}>"
 
     def __add__(self, other):
@@ -337,11 +381,11 @@ cdef Expression _nary_same(int op, object xs, bint allow_batch_broadcast):
     cdef int32_t* ids = NULL
     cdef int32_t n = _collect(xs, OP_NAMES[op], &ids)
     cdef Node* a
-    cdef Node* first = &_cg.nodes[ids[0]]
+    cdef Node* first = &_here().nodes[ids[0]]
     cdef int k, bs = first.bs
     try:
         for k in range(n):
-            a = &_cg.nodes[ids[k]]
+            a = &_here().nodes[ids[k]]
             if not _same_dims(a, first):
                 raise DimensionError(f"{OP_NAMES[op]}: argument {k} has shape {_dimstr(a)}, "
                                      f"argument 0 has {_dimstr(first)}")
@@ -349,6 +393,6 @@ cdef Expression _nary_same(int op, object xs, bint allow_batch_broadcast):
                 bs = _merge_bs(OP_NAMES[op], bs, a.bs)
             elif a.bs != bs:
                 raise DimensionError(f"{OP_NAMES[op]}: batch sizes {bs} and {a.bs} do not match")
-        return _wrap(_cg.add_node(op, n, ids, _like(first, bs)))
+        return _wrap(_here().add_node(op, n, ids, _like(first, bs)))
     finally:
         free(ids)

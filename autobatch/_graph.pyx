@@ -182,8 +182,9 @@ cdef class ComputationGraph:
 
     cdef int check_idle(self) except -1:
         if self.busy:
-            raise RuntimeError("the graph cannot be built or computed from inside a strategy's "
-                               "select(): it is in the middle of a forward pass")
+            raise RuntimeError("the graph is in the middle of a forward or backward pass: it "
+                               "cannot be built or computed from inside a strategy's select() "
+                               "or from another thread")
         return 0
 
     cdef int forward_to(self, int32_t target) except -1:
@@ -249,8 +250,12 @@ cdef class ComputationGraph:
         self.n_backward_calls += 1
         cdef NodeView v = self.view()
         cdef Batch ctx = self.context()
-        backward_pass(&v, &self.log, &self.sched, &ctx, target, full,
-                      self.strategy_id != S_NONE)
+        self.busy = True
+        try:
+            backward_pass(&v, &self.log, &self.sched, &ctx, target, full,
+                          self.strategy_id != S_NONE)
+        finally:
+            self.busy = False
         self.t_backward += now() - t0
         self.t_last = now()
         return 0

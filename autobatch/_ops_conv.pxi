@@ -55,7 +55,7 @@ cdef Expression _conv(object x, object f, object b, object stride, object is_val
     at.conv.is_valid = bool(is_valid)
     cdef int64_t d[3]
     d[0], d[1], d[2] = g.OH, g.OW, g.C_out
-    return _wrap(_cg.add_node(OP_CONV2D, 2 if b is None else 3, argv,
+    return _wrap(_here().add_node(OP_CONV2D, 2 if b is None else 3, argv,
                               _checked_shape(op, 3, d, nx.bs), 0, &at))
 
 
@@ -93,5 +93,5 @@ def maxpooling2d(x, ksize, stride, is_valid=True):
     at.pool.is_valid = bool(is_valid)
     cdef int64_t d[3]
     d[0], d[1], d[2] = g.OH, g.OW, g.C
-    return _wrap(_cg.add_node(OP_MAXPOOL2D, 1, &ex.idx,
+    return _wrap(_here().add_node(OP_MAXPOOL2D, 1, &ex.idx,
                               _checked_shape("maxpooling2d", max(nx.nd, 2), d, nx.bs), 0, &at))

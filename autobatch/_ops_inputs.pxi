@@ -49,29 +49,29 @@ def lookup_batch(LookupParameters p not None, indices, update=True):
         p._row_check(i)
     cdef Shape shape = _with_batch("lookup_batch", p.row_dims, len(idx))
     cdef bint trained = update and p._updated
-    cdef int32_t slot = _cg.add_table(p.vptr, p.gptr if trained else NULL)
-    cdef int32_t at = _cg.add_ints([slot] + idx, len(idx) + 1)
-    cdef int32_t n = _cg.add_node(OP_LOOKUP_BATCH, 0, NULL, shape, at)
+    cdef int32_t slot = _here().add_table(p.vptr, p.gptr if trained else NULL)
+    cdef int32_t at = _here().add_ints([slot] + idx, len(idx) + 1)
+    cdef int32_t n = _here().add_node(OP_LOOKUP_BATCH, 0, NULL, shape, at)
     if trained:
-        _cg.nodes[n].flags |= F_NEEDS_GRAD
+        (&_here().nodes[n]).flags |= F_NEEDS_GRAD
         for i in idx:
             p.used[i] = 1
-    _cg.keepalive.append(p)
+    _here().keepalive.append(p)
     return _wrap(n)
 
 
 cdef Expression _leaf_from_flat(object flat, Shape shape):
-    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, shape)
-    cdef float* dst = _cg.leaf_memory(i)
+    cdef int32_t i = _here().add_node(OP_INPUT, 0, NULL, shape)
+    cdef float* dst = _here().leaf_memory(i)
     cdef float[::1] src = flat
-    memcpy(dst, &src[0], _cg.nodes[i].size * sizeof(float))
+    memcpy(dst, &src[0], _here().nodes[i].size * sizeof(float))
     return _wrap(i)
 
 
 cdef Expression _filled_leaf(object dim, int64_t batch_size, str op):
     """A new input leaf of a user-given shape whose memory the caller fills."""
-    cdef int32_t i = _cg.add_node(OP_INPUT, 0, NULL, _shape_from(op, dim, batch_size))
-    _cg.leaf_memory(i)
+    cdef int32_t i = _here().add_node(OP_INPUT, 0, NULL, _shape_from(op, dim, batch_size))
+    _here().leaf_memory(i)
     return _wrap(i)
 
 
@@ -122,9 +122,9 @@ def inputMatrix(v, d):
 
 def constant(dim, float val, batch_size=1):
     cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "constant"), "constant")
-    cdef float* p = _cg.nodes[e.idx].val
+    cdef float* p = _here().nodes[e.idx].val
     cdef int64_t k
-    for k in range(_cg.nodes[e.idx].size):
+    for k in range(_here().nodes[e.idx].size):
         p[k] = val
     return e
 
@@ -139,17 +139,17 @@ def ones(dim, batch_size=1):
 
 def random_normal(dim, float mean=0.0, float stddev=1.0, batch_size=1):
     cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "random_normal"), "random_normal")
-    cdef float* p = _cg.nodes[e.idx].val
+    cdef float* p = _here().nodes[e.idx].val
     cdef int64_t k
-    for k in range(_cg.nodes[e.idx].size):
-        p[k] = mean + stddev * rng_normal(&_cg.rng)
+    for k in range(_here().nodes[e.idx].size):
+        p[k] = mean + stddev * rng_normal(&_here().rng)
     return e
 
 
 def random_uniform(dim, float left, float right, batch_size=1):
     cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "random_uniform"), "random_uniform")
-    cdef float* p = _cg.nodes[e.idx].val
+    cdef float* p = _here().nodes[e.idx].val
     cdef int64_t k
-    for k in range(_cg.nodes[e.idx].size):
-        p[k] = left + (right - left) * rng_uniform(&_cg.rng)
+    for k in range(_here().nodes[e.idx].size):
+        p[k] = left + (right - left) * rng_uniform(&_here().rng)
     return e

@@ -93,14 +93,14 @@ def affine_transform(xs):
         return _as_expr(xs[0])
     cdef int32_t* ids = NULL
     cdef int32_t n = _collect(xs, "affine_transform", &ids)
-    cdef Node* b = &_cg.nodes[ids[0]]
+    cdef Node* b = &_here().nodes[ids[0]]
     cdef Node* w
     cdef Node* x
-    cdef int k, nrows = -1, ncols = -1, bs = b.bs, x_nd = _cg.nodes[ids[2]].nd
+    cdef int k, nrows = -1, ncols = -1, bs = b.bs, x_nd = _here().nodes[ids[2]].nd
     try:
         for k in range(1, n, 2):
-            w = &_cg.nodes[ids[k]]
-            x = &_cg.nodes[ids[k + 1]]
+            w = &_here().nodes[ids[k]]
+            x = &_here().nodes[ids[k + 1]]
             if w.nd > 2 or x.nd > 2 or cols(w) != rows(x) or \
                     (nrows >= 0 and (rows(w) != nrows or cols(x) != ncols)):
                 raise DimensionError(f"affine_transform: term {k // 2} multiplies {_dimstr(w)} by "
@@ -110,7 +110,7 @@ def affine_transform(xs):
         if b.nd > 2 or rows(b) != nrows or not (cols(b) == 1 or cols(b) == ncols):
             raise DimensionError(f"affine_transform: bias of shape {_dimstr(b)} does not fit a "
                                  f"({nrows}, {ncols}) result")
-        return _wrap(_cg.add_node(OP_AFFINE, n, ids,
+        return _wrap(_here().add_node(OP_AFFINE, n, ids,
                                   _product_shape("affine_transform", nrows, ncols, x_nd, bs)))
     finally:
         free(ids)
@@ -118,7 +118,7 @@ def affine_transform(xs):
 
 cdef Expression _reduce(int op, Expression x):
     cdef Node* n = _check(x)
-    return _wrap(_cg.add_node(op, 1, &x.idx, _matrix_shape(OP_NAMES[op], 1, 1, n.bs)))
+    return _wrap(_here().add_node(op, 1, &x.idx, _matrix_shape(OP_NAMES[op], 1, 1, n.bs)))
 
 
 def sum_elems(Expression x): return _reduce(OP_SUM_ELEMS, x)
@@ -137,7 +137,7 @@ cdef Expression _pair_reduce(int op, Expression x, Expression y):
     cdef int32_t argv[2]
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(op, 2, argv, _matrix_shape(name, 1, 1, bs)))
+    return _wrap(_here().add_node(op, 2, argv, _matrix_shape(name, 1, 1, bs)))
 
 
 def dot_product(Expression x, Expression y): return _pair_reduce(OP_DOT, x, y)
@@ -147,7 +147,7 @@ def binary_log_loss(Expression x, Expression y): return _pair_reduce(OP_BINARY_L
 
 def sum_batches(Expression x):
     cdef Node* n = _check(x)
-    return _wrap(_cg.add_node(OP_SUM_BATCHES, 1, &x.idx, _like(n, 1)))
+    return _wrap(_here().add_node(OP_SUM_BATCHES, 1, &x.idx, _like(n, 1)))
 
 
 cdef Expression _extreme_dim(int op, Expression x, object d):
@@ -155,7 +155,7 @@ cdef Expression _extreme_dim(int op, Expression x, object d):
     name = OP_NAMES[op]
     cdef int k = _dim_index(name, n, d)
     cdef Attrs at = _axis_attr(k)
-    return _wrap(_cg.add_node(op, 1, &x.idx, _without_dims(name, n, 1 << k, n.bs), 0, &at))
+    return _wrap(_here().add_node(op, 1, &x.idx, _without_dims(name, n, 1 << k, n.bs), 0, &at))
 
 
 def max_dim(Expression x, d=0):
@@ -196,7 +196,7 @@ cdef Expression _sum_dims(int op, Expression x, object d, object b, object n):
     memset(&at, 0, sizeof(Attrs))
     at.reduce.mask = mask
     at.reduce.scale = 1.0 if op == OP_SUM_DIM else 1.0 / (n if n > 0 else count)
-    return _wrap(_cg.add_node(op, 1, &x.idx, _without_dims(name, node, mask, 1 if b else node.bs),
+    return _wrap(_here().add_node(op, 1, &x.idx, _without_dims(name, node, mask, 1 if b else node.bs),
                               0, &at))
 
 
@@ -218,7 +218,7 @@ def softmax(Expression x, d=0):
     dimension of an N-d value; DyNet stops at matrices)."""
     cdef Node* n = _check(x)
     cdef Attrs at = _axis_attr(_dim_index("softmax", n, d))
-    return _wrap(_cg.add_node(OP_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))
+    return _wrap(_here().add_node(OP_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))
 
 
 def log_softmax(Expression x, restrict=None):
@@ -227,4 +227,4 @@ def log_softmax(Expression x, restrict=None):
         raise NotImplementedError("log_softmax(restrict=...) is not supported")
     cdef Node* n = _check(x)
     cdef Attrs at = _axis_attr(0)
-    return _wrap(_cg.add_node(OP_LOG_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))
+    return _wrap(_here().add_node(OP_LOG_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))

@@ -6,16 +6,16 @@ def concatenate_to_batch(xs):
     cdef int32_t* ids = NULL
     cdef int32_t n = _collect(xs, "concatenate_to_batch", &ids)
     cdef Node* a
-    cdef Node* first = &_cg.nodes[ids[0]]
+    cdef Node* first = &_here().nodes[ids[0]]
     cdef int k, bs = 0
     try:
         for k in range(n):
-            a = &_cg.nodes[ids[k]]
+            a = &_here().nodes[ids[k]]
             if not _same_dims(a, first):
                 raise DimensionError(f"concatenate_to_batch: argument {k} has shape {_dimstr(a)}, "
                                      f"argument 0 has {_dimstr(first)}")
             bs += a.bs
-        return _wrap(_cg.add_node(OP_CONCAT_TO_BATCH, n, ids, _like(first, bs)))
+        return _wrap(_here().add_node(OP_CONCAT_TO_BATCH, n, ids, _like(first, bs)))
     finally:
         free(ids)
 
@@ -31,7 +31,7 @@ def concatenate(xs, d=0):
     cdef int32_t* ids = NULL
     cdef int32_t n = _collect(xs, "concatenate", &ids)
     cdef Node* a
-    cdef Node* first = &_cg.nodes[ids[0]]
+    cdef Node* first = &_here().nodes[ids[0]]
     cdef int k, i, bs = first.bs
     cdef int64_t total = 0
     cdef int64_t dims[4]
@@ -39,7 +39,7 @@ def concatenate(xs, d=0):
     cdef Attrs at
     try:
         for k in range(n):
-            a = &_cg.nodes[ids[k]]
+            a = &_here().nodes[ids[k]]
             for i in range(MAX_DIMS):
                 if i != dd and a.d[i] != first.d[i]:
                     raise DimensionError(f"concatenate(d={dd}): argument {k} has shape {_dimstr(a)}, "
@@ -50,7 +50,7 @@ def concatenate(xs, d=0):
             dims[i] = total if i == dd else first.d[i]
         shape = _checked_shape("concatenate", max(first.nd, dd + 1), dims, bs)
         at = _axis_attr(dd)
-        return _wrap(_cg.add_node(OP_CONCAT, n, ids, shape, 0, &at))
+        return _wrap(_here().add_node(OP_CONCAT, n, ids, shape, 0, &at))
     finally:
         free(ids)
 
@@ -74,7 +74,7 @@ cdef int32_t _index_list(object index, int* bs, int limit, str name) except -1:
     for i in idx:
         if not 0 <= i < limit:
             raise IndexError(f"{name}: index {i} out of range [0, {limit})")
-    return _cg.add_ints(idx, bs[0])
+    return _here().add_ints(idx, bs[0])
 
 
 def pickneglogsoftmax(Expression x, v):
@@ -84,7 +84,7 @@ def pickneglogsoftmax(Expression x, v):
         raise DimensionError(f"pickneglogsoftmax: needs a vector, got {_dimstr(n)}")
     cdef int bs = n.bs
     cdef int32_t at = _index_list(v, &bs, rows(n), "pickneglogsoftmax")
-    return _wrap(_cg.add_node(OP_PICKNLS, 1, &x.idx, _matrix_shape("pickneglogsoftmax", 1, 1, bs), at))
+    return _wrap(_here().add_node(OP_PICKNLS, 1, &x.idx, _matrix_shape("pickneglogsoftmax", 1, 1, bs), at))
 
 
 def pickneglogsoftmax_batch(Expression x, v):
@@ -100,7 +100,7 @@ def hinge(Expression x, v, float m=1.0):
     cdef Attrs attr
     memset(&attr, 0, sizeof(Attrs))
     attr.hinge.margin = m
-    return _wrap(_cg.add_node(OP_HINGE, 1, &x.idx, _matrix_shape("hinge", 1, 1, bs), at, &attr))
+    return _wrap(_here().add_node(OP_HINGE, 1, &x.idx, _matrix_shape("hinge", 1, 1, bs), at, &attr))
 
 
 def hinge_batch(Expression x, v, float m=1.0):
@@ -117,9 +117,9 @@ def pick(Expression e, index=0, dim=0, *, d=None):
     cdef int k = _dim_index("pick", n, dim, "dim")
     cdef int bs = n.bs
     cdef int32_t at = _index_list(index, &bs, n.d[k], "pick")
-    n = &_cg.nodes[e.idx]
+    n = &_here().nodes[e.idx]
     cdef Attrs attr = _axis_attr(k)
-    return _wrap(_cg.add_node(OP_PICK, 1, &e.idx, _without_dims("pick", n, 1 << k, bs), at, &attr))
+    return _wrap(_here().add_node(OP_PICK, 1, &e.idx, _without_dims("pick", n, 1 << k, bs), at, &attr))
 
 
 def pick_batch(Expression e, indices, dim=0, *, d=None):
@@ -140,7 +140,7 @@ def pick_range(Expression x, s, e, d=0):
     cdef int a
     for a in range(MAX_DIMS):
         dims[a] = e - s if a == k else n.d[a]
-    return _wrap(_cg.add_node(OP_PICK_RANGE, 1, &x.idx, _checked_shape("pick_range", n.nd, dims, n.bs),
+    return _wrap(_here().add_node(OP_PICK_RANGE, 1, &x.idx, _checked_shape("pick_range", n.nd, dims, n.bs),
                               s, &attr))
 
 
@@ -152,9 +152,9 @@ def pick_batch_elems(Expression x, indices):
     for i in idx:
         if not 0 <= i < n.bs:
             raise IndexError(f"pick_batch_elems: batch element {i} out of range [0, {n.bs})")
-    cdef int32_t at = _cg.add_ints(idx, len(idx))
-    n = &_cg.nodes[x.idx]
-    return _wrap(_cg.add_node(OP_PICK_BATCH_ELEMS, 1, &x.idx, _like(n, len(idx)), at))
+    cdef int32_t at = _here().add_ints(idx, len(idx))
+    n = &_here().nodes[x.idx]
+    return _wrap(_here().add_node(OP_PICK_BATCH_ELEMS, 1, &x.idx, _like(n, len(idx)), at))
 
 
 def pick_batch_elem(Expression x, int i):
@@ -181,7 +181,7 @@ def transpose(Expression x, dims=[1, 0]):
     for k in range(MAX_DIMS):
         at.transpose.perm[k] = perm[k] if k < nd else k
         d[k] = n.d[at.transpose.perm[k]]
-    return _wrap(_cg.add_node(OP_TRANSPOSE, 1, &x.idx, _checked_shape("transpose", nd, d, n.bs), 0, &at))
+    return _wrap(_here().add_node(OP_TRANSPOSE, 1, &x.idx, _checked_shape("transpose", nd, d, n.bs), 0, &at))
 
 
 def reshape(Expression x, d, batch_size=1):
@@ -201,7 +201,7 @@ def reshape(Expression x, d, batch_size=1):
     else:
         raise DimensionError(f"reshape: cannot reshape {_dimstr(n)} to {tuple(d)}"
                              + ("" if bs == 1 else f" x batch {bs}"))
-    return _wrap(_cg.add_node(OP_RESHAPE, 1, &x.idx, shape))
+    return _wrap(_here().add_node(OP_RESHAPE, 1, &x.idx, shape))
 
 
 # ---------------------------------------------------------- fused LSTM ops ----
@@ -218,7 +218,7 @@ def lstm_gates(Expression pre, int hidden_dim, float forget_bias=0.0):
     memset(&at, 0, sizeof(Attrs))
     at.gates.hidden = hidden_dim
     at.gates.forget_bias = forget_bias
-    return _wrap(_cg.add_node(OP_LSTM_GATES, 1, &pre.idx, _like(n, n.bs), 0, &at))
+    return _wrap(_here().add_node(OP_LSTM_GATES, 1, &pre.idx, _like(n, n.bs), 0, &at))
 
 
 def lstm_cell(Expression gates, prev_cells=()):
@@ -234,11 +234,11 @@ def lstm_cell(Expression gates, prev_cells=()):
     cdef Node* c
     try:
         for m in range(1, n):
-            c = &_cg.nodes[ids[m]]
+            c = &_here().nodes[ids[m]]
             if rows(c) != h or c.nd != 1 or c.bs != g.bs:
                 raise DimensionError(f"lstm_cell: previous cell {m - 1} has shape {_dimstr(c)}, "
                                      f"expected ({h},) with batch {g.bs}")
-        return _wrap(_cg.add_node(OP_LSTM_CELL, n, ids, _matrix_shape("lstm_cell", h, 1, g.bs)))
+        return _wrap(_here().add_node(OP_LSTM_CELL, n, ids, _matrix_shape("lstm_cell", h, 1, g.bs)))
     finally:
         free(ids)
 
@@ -252,7 +252,7 @@ def lstm_hidden(Expression cell, Expression gates):
     cdef int32_t argv[2]
     argv[0] = cell.idx
     argv[1] = gates.idx
-    return _wrap(_cg.add_node(OP_LSTM_HIDDEN, 2, argv, _like(c, c.bs)))
+    return _wrap(_here().add_node(OP_LSTM_HIDDEN, 2, argv, _like(c, c.bs)))
 
 
 def vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):

@@ -20,14 +20,16 @@ cdef float* _float_ptr(object arr):
 cdef int32_t _alias_leaf(object owner, int op, Shape shape, float* val, float* grad,
                          int32_t idata) except -1:
     """A leaf that reads parameter memory in place and, given grad, trains it."""
-    cdef int32_t i = _cg.add_node(op, 0, NULL, shape, idata)
-    _cg.nodes[i].val = val
-    _cg.nodes[i].flags |= F_ALIAS
+    cdef ComputationGraph g = _here()
+    cdef int32_t i = g.add_node(op, 0, NULL, shape, idata)
+    cdef Node* n = &g.nodes[i]
+    n.val = val
+    n.flags |= F_ALIAS
     if grad != NULL:
-        _cg.nodes[i].grad = grad
-        _cg.nodes[i].flags |= F_NEEDS_GRAD | F_TRAINABLE
-    if not _cg.keepalive or _cg.keepalive[len(_cg.keepalive) - 1] is not owner:
-        _cg.keepalive.append(owner)     # the graph points into its memory
+        n.grad = grad
+        n.flags |= F_NEEDS_GRAD | F_TRAINABLE
+    if not g.keepalive or g.keepalive[len(g.keepalive) - 1] is not owner:
+        g.keepalive.append(owner)     # the graph points into its memory
     return i
 
 
@@ -121,12 +123,13 @@ cdef class Parameters:
 
     cdef Expression _expr(self, bint update):
         cdef int k = 0 if (update and self._updated) else 1
-        if self.cached_version[k] == _version:
+        cdef ComputationGraph g = _here()
+        if self.cached_version[k] == g.version:
             return _wrap(self.cached_idx[k])
         cdef int32_t i = _alias_leaf(self, OP_PARAM, self.dims, self.vptr,
                                      self.gptr if k == 0 else NULL, 0)
         self.cached_idx[k] = i
-        self.cached_version[k] = _version
+        self.cached_version[k] = g.version
         return _wrap(i)
 
     def __add__(self, other): return _add(self, other)

@@ -67,7 +67,6 @@ ERRORS = {
     "pick_index": (lambda W, lp: dy.pick(x3(), 3), IndexError, r"pick: index 3"),
     "pick_d1_index": (lambda W, lp: dy.pick(dy.zeros((2, 2)), 2, 1), IndexError, r"pick: index 2"),
     "pick_dim": (lambda W, lp: dy.pick(x3(), 0, dim=1), dy.DimensionError, r"pick: dim=1 is not a dimension"),
-    "pick_d_keyword": (lambda W, lp: dy.pick(x3(), 0, d=0), TypeError, r"d"),
     "pick_range_dim": (lambda W, lp: dy.pick_range(dy.zeros((2, 3)), 0, 1, 2), dy.DimensionError,
                        r"pick_range: d=2"),
     "pick_range_3d": (lambda W, lp: dy.pick_range(dy.zeros((2, 3, 4)), 2, 5, 2), IndexError,
