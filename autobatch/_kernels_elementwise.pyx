@@ -2,8 +2,8 @@
 """Elementwise kernels: unary and binary ops (their math is a line of _elementwise.h,
 reached through b.math), broadcasting, dropout and noise, and the n-ary sums."""
 from libc.math cimport logf
-from autobatch._random cimport rng_uniform, rng_normal
-from libc.stdint cimport int32_t, int64_t
+from autobatch._random cimport node_stream, stream_uniform, stream_normal
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from autobatch._memory cimport Arena, arena_alloc
@@ -151,6 +151,7 @@ cdef void dropout_fwd(Batch* b) noexcept nogil:
     cdef float* x
     cdef float* y
     cdef float* mask
+    cdef uint64_t stream
     for j in range(b.n):
         x = ARG(b, j, 0).val
         y = NODE(b, j).val
@@ -158,8 +159,9 @@ cdef void dropout_fwd(Batch* b) noexcept nogil:
         if mask == NULL:
             return
         NODE(b, j).aux = mask
+        stream = node_stream(b.rng, b.ids[j])
         for i in range(m):
-            mask[i] = keep if rng_uniform(b.rng) >= p else 0.0
+            mask[i] = keep if stream_uniform(stream, i) >= p else 0.0
             y[i] = x[i] * mask[i]
 
 cdef void dropout_bwd(Batch* b) noexcept nogil:
@@ -182,11 +184,13 @@ cdef void noise_fwd(Batch* b) noexcept nogil:
     cdef int m = n0.size, j, i
     cdef float* x
     cdef float* y
+    cdef uint64_t stream
     for j in range(b.n):
         x = ARG(b, j, 0).val
         y = NODE(b, j).val
+        stream = node_stream(b.rng, b.ids[j])
         for i in range(m):
-            y[i] = x[i] + sd * rng_normal(b.rng)
+            y[i] = x[i] + sd * stream_normal(stream, i)
 
 cdef void esum_fwd(Batch* b) noexcept nogil:
     # esum and average; arguments broadcast over the batch

@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""xoroshiro128+ random numbers for the random ops."""
+"""A graph's random numbers: xoroshiro128+ for leaves, by counter for random ops
+(see _random.pxd)."""
 from libc.math cimport log, sqrt, cos, M_PI
 from libc.stdint cimport uint64_t
 
@@ -7,19 +8,10 @@ cdef inline uint64_t _rotl(uint64_t x, int k) noexcept nogil:
     return (x << k) | (x >> (64 - k))
 
 cdef void rng_seed(Rng* r, uint64_t seed) noexcept nogil:
-    # splitmix64 to spread the seed over the xoroshiro128+ state
-    cdef uint64_t z
-    cdef int i
-    for i in range(2):
-        seed += <uint64_t>0x9E3779B97F4A7C15
-        z = seed
-        z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
-        z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
-        z = z ^ (z >> 31)
-        if i == 0:
-            r.s0 = z
-        else:
-            r.s1 = z
+    # splitmix64 spreads the seed over the xoroshiro128+ state
+    r.seed = mix64(seed)
+    r.s0 = mix64(seed + <uint64_t>0x9E3779B97F4A7C15)
+    r.s1 = mix64(seed + 2 * <uint64_t>0x9E3779B97F4A7C15)
 
 cdef double rng_uniform(Rng* r) noexcept nogil:
     """Uniform in [0, 1) (xoroshiro128+)."""
