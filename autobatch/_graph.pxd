@@ -25,7 +25,9 @@ cdef class ComputationGraph:
     cdef SigTable sigs
     cdef Sched sched
     cdef BatchLog log
-    cdef Arena arena                    # values and forward aux, reset on renew
+    cdef Arena leaf_arena               # values of inputs and constants, reset on renew
+    cdef Arena arena                    # computed values and forward aux, reset on renew
+                                        # and when the graph is computed again
     cdef Arena garena                   # gradients and backward scratch, reset per backward
     cdef Rng rng
     # strategy and switches

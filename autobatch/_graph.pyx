@@ -48,6 +48,7 @@ cdef class ComputationGraph:
         self.t_last = now()
 
     def __dealloc__(self):
+        arena_free(&self.leaf_arena)
         arena_free(&self.arena)
         arena_free(&self.garena)
         free(self.nodes)
@@ -71,6 +72,7 @@ cdef class ComputationGraph:
         self.check_idle()
         self.immediate_compute = immediate_compute
         self.check_validity = check_validity
+        arena_reset(&self.leaf_arena)
         arena_reset(&self.arena)
         arena_reset(&self.garena)
         self.keepalive = []
@@ -149,7 +151,7 @@ cdef class ComputationGraph:
 
     cdef float* leaf_memory(self, int32_t i) except NULL:
         """Arena memory for a leaf's value, filled by the caller."""
-        cdef float* p = arena_alloc_or_raise(&self.arena, self.nodes[i].size)
+        cdef float* p = arena_alloc_or_raise(&self.leaf_arena, self.nodes[i].size)
         self.nodes[i].val = p
         return p
 
@@ -308,8 +310,10 @@ cdef class ComputationGraph:
                         "forward": self.t_forward, "backward": self.t_backward},
             # bytes used by this graph's values, and by its last backward; the
             # capacity is what the process keeps for the next graph
-            "arena_bytes": int(self.arena.peak), "grad_arena_bytes": int(self.garena.peak),
-            "arena_capacity_bytes": int(arena_capacity(&self.arena) + arena_capacity(&self.garena)),
+            "arena_bytes": int(self.leaf_arena.peak + self.arena.peak),
+            "grad_arena_bytes": int(self.garena.peak),
+            "arena_capacity_bytes": int(arena_capacity(&self.leaf_arena) + arena_capacity(&self.arena)
+                                        + arena_capacity(&self.garena)),
         })
         return out
 
@@ -356,3 +360,4 @@ cdef class ComputationGraph:
             if self.nodes[i].sig >= 0:
                 self.nodes[i].flags &= ~F_DONE
         log_reset(&self.log)
+        arena_reset(&self.arena)        # computed values go; inputs stay (leaf_arena)

@@ -32,6 +32,10 @@ ctypedef struct Sched:
     int32_t* active
     int32_t* active_pos
     int64_t n_active
+    # signatures of this forward's needed nodes (sig_stamp == stamp), listed in `used`
+    int32_t* sig_stamp
+    int32_t* used
+    int64_t n_used
     # the batch being run
     int32_t* picked
     int64_t cap_picked

@@ -135,31 +135,38 @@ cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t coun
                 if s.height[s.cons[q]] + 1 > d:
                     d = s.height[s.cons[q]] + 1
             s.height[s.needed[p]] = d
-    for g in range(n_sigs):
-        s.rd_n[g] = 0
-        s.avg_depth[g] = 0
-        s.avg_height[g] = 0
+    # per signature of the needed nodes (not per signature of the graph: a parser that
+    # reads a value at every step stays linear): counts, mean depth and height
+    for p in range(s.n_active):             # a forward stopped by an error leaves some
+        s.active_pos[s.active[p]] = -1
+    s.n_active = 0
+    s.n_used = 0
     for p in range(count):
         g = v.nodes[s.needed[p]].sig
+        if s.sig_stamp[g] != s.stamp:
+            s.sig_stamp[g] = s.stamp
+            s.used[s.n_used] = <int32_t>g
+            s.n_used += 1
+            s.rd_n[g] = 0
+            s.avg_depth[g] = 0
+            s.avg_height[g] = 0
         s.rd_n[g] += 1
         s.avg_depth[g] += s.depth[s.needed[p]]
         if heights:
             s.avg_height[g] += s.height[s.needed[p]]
     acc = 0
-    for g in range(n_sigs):
+    for p in range(s.n_used):
+        g = s.used[p]
         s.rd_at[g] = acc
         acc += s.rd_n[g]
-        if s.rd_n[g] > 0:
-            s.avg_depth[g] /= s.rd_n[g]
-            s.avg_height[g] /= s.rd_n[g]
+        s.avg_depth[g] /= s.rd_n[g]
+        s.avg_height[g] /= s.rd_n[g]
         s.rd_n[g] = 0
-        s.active_pos[g] = -1
-    s.n_active = 0
     return 0
 
 
 cdef int ensure_sigs(Sched* s, int64_t n_sigs, int64_t count) except -1:
-    cdef int64_t cap
+    cdef int64_t cap, g
     if n_sigs + 1 > s.cap_sigs:
         cap = s.cap_sigs
         s.rd_at = <int32_t*>grow(s.rd_at, &cap, n_sigs + 1, sizeof(int32_t))
@@ -173,6 +180,13 @@ cdef int ensure_sigs(Sched* s, int64_t n_sigs, int64_t count) except -1:
         s.active = <int32_t*>grow(s.active, &cap, n_sigs + 1, sizeof(int32_t))
         cap = s.cap_sigs
         s.active_pos = <int32_t*>grow(s.active_pos, &cap, n_sigs + 1, sizeof(int32_t))
+        cap = s.cap_sigs
+        s.sig_stamp = <int32_t*>grow(s.sig_stamp, &cap, n_sigs + 1, sizeof(int32_t))
+        cap = s.cap_sigs
+        s.used = <int32_t*>grow(s.used, &cap, n_sigs + 1, sizeof(int32_t))
+        for g in range(s.cap_sigs, cap):    # new signatures: not active, not used yet
+            s.active_pos[g] = -1
+            s.sig_stamp[g] = 0
         s.cap_sigs = cap
     s.rd = <int32_t*>grow(s.rd, &s.cap_rd, count + 1, sizeof(int32_t))
     s.picked = <int32_t*>grow(s.picked, &s.cap_picked, count + 1, sizeof(int32_t))
@@ -260,5 +274,5 @@ cdef void sched_free(Sched* s) noexcept nogil:
     free(s.mark); free(s.depth); free(s.height); free(s.indeg); free(s.loc)
     free(s.needed); free(s.cons_at); free(s.cons)
     free(s.rd_at); free(s.rd_n); free(s.avg_depth); free(s.avg_height); free(s.rd)
-    free(s.active); free(s.active_pos); free(s.picked)
+    free(s.active); free(s.active_pos); free(s.picked); free(s.sig_stamp); free(s.used)
     memset(s, 0, sizeof(Sched))

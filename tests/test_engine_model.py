@@ -103,3 +103,17 @@ def test_pick_keeps_its_older_keyword():
     m = dy.inputTensor(np.arange(6, dtype=np.float32).reshape(2, 3))
     assert dy.pick(m, 1, d=1).value() == dy.pick(m, 1, dim=1).value() == [1.0, 4.0]
     assert dy.pick_batch(m, [0, 2], d=1).npvalue().tolist() == [[0.0, 2.0], [3.0, 5.0]]
+
+
+def test_recalculating_reuses_memory():
+    pc = dy.ParameterCollection(seed=0)
+    W = pc.add_parameters((64, 64))
+    dy.renew_cg()
+    x = dy.inputVector(np.ones(64, dtype=np.float32))
+    y = dy.sum_elems(dy.tanh(W * dy.tanh(W * x)))
+    first = y.value()
+    capacity = dy.cg().stats()["arena_capacity_bytes"]
+    for _ in range(300):
+        assert y.value(recalculate=True) == first
+    assert dy.cg().stats()["arena_capacity_bytes"] == capacity
+    assert x.value() == [1.0] * 64                  # inputs survive recomputation
