@@ -1,6 +1,5 @@
 """Helpers for the save/load tests: read, edit and re-sign saved files, so that a test
 can play a hostile author (whose file has valid checksums) as well as bit rot."""
-import hashlib
 import json
 import zlib
 
@@ -57,7 +56,3 @@ def write_data(base, records):
     with open(base + ".data", "wb") as f:
         f.write(data)
     return data
-
-
-def sha256(data):
-    return hashlib.sha256(data).hexdigest()
