@@ -154,10 +154,17 @@ def _write_atomic(fname, data):
         raise
 
 
+def _unique_keys(pairs):
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise ValueError("a key appears twice in one object")
+    return d
+
+
 def _json(text, label, what):
     """Parse JSON from a file; every way it can fail is a ModelFileError."""
     try:
-        return json.loads(text.decode("utf-8"))
+        return json.loads(text.decode("utf-8"), object_pairs_hook=_unique_keys)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         # ValueError: bad JSON or an integer of thousands of digits; RecursionError: nesting
         raise ModelFileError(f"{label}: corrupt {what}: {type(e).__name__}: {str(e)[:200]}") from None
