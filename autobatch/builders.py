@@ -29,6 +29,8 @@ def register_savable(cls, name=None):
     `spec` attribute and a `from_spec(spec, model)` classmethod), and let specs name
     `cls`. `name` (default ``"module:QualName"``, which is what files written before
     the registry used) is what files store; a file can name only registered classes.
+    A name registered for another class is refused, except for a class of the same
+    module and qualified name (a redefinition), which replaces it.
     Returns `cls`, so it can be used as a decorator."""
     if not isinstance(cls, type):
         raise TypeError(f"register_savable takes a class, got {type(cls).__name__}")
@@ -37,7 +39,9 @@ def register_savable(cls, name=None):
     if not isinstance(name, str) or not name or len(name) > 200:
         raise TypeError(f"register_savable: name must be a non-empty str, got {name!r}")
     other = _SAVABLE.get(name)
-    if other is not None and other is not cls:
+    if (other is not None and other is not cls
+            and (other.__module__, other.__qualname__) != (cls.__module__, cls.__qualname__)):
+        # (a class defined again, as a re-run notebook cell does, replaces its old self)
         raise ValueError(f"register_savable: {name!r} is already registered for {other!r}")
     _SAVABLE[name] = cls
     _SAVABLE_NAME.setdefault(cls, name)

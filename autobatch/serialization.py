@@ -129,6 +129,8 @@ def _read_all(path, f, label):
             return _read_regular(fh, fd, label)
     if isinstance(f, io.TextIOBase):
         raise TypeError(f"{label}: open the file in binary mode ('rb')")
+    if not callable(getattr(f, "read", None)):
+        raise TypeError(f"{label}: expected a path or a readable binary file object")
     try:
         fd = f.fileno()
     except (AttributeError, OSError, ValueError):
