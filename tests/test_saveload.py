@@ -3,6 +3,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import sys
 
 import numpy as np
@@ -275,6 +276,11 @@ def test_register_savable():
     dy.register_savable(Thing, "test.thing")                   # again: fine
     with pytest.raises(ValueError, match="already registered"):
         dy.register_savable(Affine, "test.thing")
+
+    class Thing:                                               # defined again: replaces
+        spec = None
+    dy.register_savable(Thing, "test.thing")
+    assert dy.savable_classes()["test.thing"] is Thing
     with pytest.raises(TypeError):
         dy.register_savable(Thing(), "x")
     for cls in (dy.SimpleRNNBuilder, dy.VanillaLSTMBuilder, dy.CoupledLSTMBuilder, dy.GRUBuilder,
@@ -452,3 +458,13 @@ def test_append_and_refuse_foreign_file(tmp_path):
         pc.save(foreign, append=True)
     assert open(foreign).read() == "hello"
     assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+
+
+def test_security_doc_example_runs():
+    """The Python block of docs/security.md runs as written."""
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "security.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    namespace = {"__name__": "security_md"}
+    for code in blocks:
+        exec(compile(code, "docs/security.md", "exec"), namespace)
