@@ -144,6 +144,13 @@ def _read_all(path, f, label):
 
 
 def _write_atomic(fname, data):
+    """Write a new file under a temporary name, then rename it: a reader never sees half a
+    file. A destination that exists and is not a regular file (/dev/null, a FIFO) is
+    written to, never replaced."""
+    if os.path.exists(fname) and not os.path.isfile(fname):
+        with open(fname, "wb") as f:
+            f.write(data)
+        return
     directory = os.path.dirname(os.path.abspath(fname))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".autobatch-", suffix=".tmp")
     try:

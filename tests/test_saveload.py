@@ -468,3 +468,20 @@ def test_security_doc_example_runs():
     namespace = {"__name__": "security_md"}
     for code in blocks:
         exec(compile(code, "docs/security.md", "exec"), namespace)
+
+
+def test_save_to_a_fifo_writes_through_it(tmp_path):
+    """A destination that is not a regular file is written to, never replaced."""
+    import stat
+    import threading
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    pc, _ = build(1)
+    pc.save(fifo)
+    reader.join(5)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert got and got[0].startswith(b"AUTOBATCH-PARAMS 2\n")
+    pc.populate(io.BytesIO(got[0]))
