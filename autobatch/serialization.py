@@ -21,8 +21,8 @@ followed by raw numbers, then an end record.
   ``zlib.crc32`` of those bytes. The end record's ``sha256`` covers every byte before
   it (magic, headers, values), so a damaged name or a lost record is caught too.
 
-`dy.save(basename, objects)` writes ``basename.data`` (the records of every object,
-each parameter once) and ``basename.meta``, a JSON document
+`dy.save(basename, objects)` writes ``basename.data`` (the records of every object;
+objects may not overlap, so each parameter is stored once) and ``basename.meta``, a JSON document
 
     {"format": "autobatch-save", "version": 2,
      "data": {"records": n, "sha256": <the end record's sha256 of basename.data>},
@@ -40,8 +40,8 @@ with one entry per saved object:
 
 Every read validates the whole file (magic, headers, sizes, checksums, trailing bytes)
 and the match with the target before a single value is assigned; `dy.load` also
-requires every record to be used by an object of the metadata, bounds what a spec may
-allocate by the values the file holds, and removes what it added on any failure, so
+requires every record to be used by exactly one object of the metadata, bounds what a
+spec may allocate by the values the file holds for it, and removes what it added on any failure, so
 the collection is left unchanged. Every damaged or hostile file raises
 `ModelFileError`. Version 1 files (no end record, unchecksummed metadata) still
 populate; `dy.load` takes a version 1 pair only with ``allow_v1=True``.
@@ -448,10 +448,16 @@ def save(basename, objects):
     it; its class must be registered (`dy.register_savable`)."""
     basename = _source(basename, "dy.save", files=False)[0]
     entries, named = [], {}
+
+    def add(p):
+        if p.name() in named:
+            raise ValueError(f"dy.save: {p.name()} would be saved twice: the objects overlap "
+                             "(save a collection or its parts, not both)")
+        named[p.name()] = p
     for obj in objects:
         if isinstance(obj, (Parameters, LookupParameters)):
             entries.append({"kind": _kind(obj), "name": obj.name()})
-            named.setdefault(obj.name(), obj)
+            add(obj)
             continue
         if _is_collection(obj):
             pc, entry = obj, {"kind": "collection"}
@@ -473,7 +479,7 @@ def save(basename, objects):
         entry["name"] = pc.name()
         entries.append(entry)
         for p in _all_params(pc):
-            named.setdefault(p.name(), p)
+            add(p)
     digest = write_records(basename + ".data", list(named.items()))
     meta = {"format": META_FORMAT, "version": META_VERSION,
             "data": {"records": len(named), "sha256": digest}, "objects": entries}
@@ -530,6 +536,15 @@ def _under(records, name):
     return [rname for rname in records if rname.startswith(name)]
 
 
+def _use(names, used, label):
+    """Each record belongs to one object: so a load creates no more values than the
+    file holds, however many objects the metadata lists."""
+    twice = [n for n in names if n in used]
+    if twice:
+        raise ModelFileError(f"{label}: {twice[0]} belongs to two objects of the metadata")
+    used.update(names)
+
+
 def _load_entry(entry, records, pc, label, used):
     kind, name = entry["kind"], entry["name"]
     if kind in ("param", "lookup"):
@@ -538,14 +553,14 @@ def _load_entry(entry, records, pc, label, used):
         rkind, shape, values = records[name]
         if rkind != kind:
             raise ModelFileError(f"{label}: {name} is stored as a {rkind}, listed as a {kind}")
-        used.add(name)
+        _use([name], used, label)
         base = _split(name.rpartition("/")[2])[0]
         add = pc.add_lookup_parameters if kind == "lookup" else pc.add_parameters
         p = add(shape, init=0.0, name=base)
         p._flat[:] = values
         return p
     names = _under(records, name)
-    used.update(names)
+    _use(names, used, label)
     if "class" in entry:
         cls = _registered(entry["class"])
         if not callable(getattr(cls, "from_spec", None)):

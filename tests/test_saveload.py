@@ -5,6 +5,7 @@ import os
 import pathlib
 import re
 import sys
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -485,3 +486,30 @@ def test_save_to_a_fifo_writes_through_it(tmp_path):
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert got and got[0].startswith(b"AUTOBATCH-PARAMS 2\n")
     pc.populate(io.BytesIO(got[0]))
+
+
+def test_each_record_belongs_to_one_object(tmp_path):
+    base = str(tmp_path / "m")
+    pc = dy.ParameterCollection()
+    W = pc.add_parameters(2, name="W")
+    sub = pc.add_subcollection("enc")
+    sub.add_parameters((100, 100), name="V")
+    for overlapping in ([W, W], [pc, W], [sub, pc]):
+        with pytest.raises(ValueError, match="saved twice"):
+            dy.save(base, overlapping)
+        assert not os.path.exists(base + ".meta") and not os.path.exists(base + ".data")
+    dy.save(base, [W, sub])
+    # a (validly signed) metadata listing the 40 KB collection 1000 times: refused at
+    # the second copy, not a thousand copies
+    meta = read_meta(base)
+    meta["objects"] += [meta["objects"][1]] * 1000
+    write_meta(base, meta)
+    target = dy.ParameterCollection()
+    tracemalloc.start()
+    try:
+        with pytest.raises(dy.ModelFileError, match="two objects"):
+            dy.load(base, target)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 ** 20 and target.parameters_list() == []
