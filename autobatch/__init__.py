@@ -42,7 +42,7 @@ from autobatch.trainers import (
 )
 from autobatch.builders import (
     RNNState, SimpleRNNBuilder, VanillaLSTMBuilder, LSTMBuilder, CoupledLSTMBuilder, GRUBuilder,
-    BiRNNBuilder, TreeLSTMBuilder, TreeState,
+    BiRNNBuilder, TreeLSTMBuilder, TreeState, register_savable, savable_classes,
 )
 from autobatch.strategies import Strategy
 

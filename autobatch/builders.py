@@ -5,10 +5,87 @@ A builder owns parameters; `initial_state()` starts a sequence and every
 usual; the engine batches the steps of all instances. The LSTM builders record one
 fused node per gate activation, cell update and hidden output (see `lstm_gates`).
 """
+import math
+
 from autobatch._core import (
     Expression, affine_transform, cg_version, cmult, concatenate, dropout, inputVector, logistic,
     lstm_cell, lstm_gates, lstm_hidden, ones, parameter, tanh, zeros,
 )
+
+
+# ------------------------------------------------- savable classes (dy.save/load) ----
+#
+# `dy.load` rebuilds an object from a file only through this registry: the file names a
+# registered class by its registered name, and nothing else (no import, no attribute
+# lookup on modules). The library's builders are registered below; users register
+# their own classes in code with `dy.register_savable(cls)`.
+
+_SAVABLE = {}       # registered name -> class
+_SAVABLE_NAME = {}  # class -> the name dy.save writes
+
+
+def register_savable(cls, name=None):
+    """Let `dy.save` / `dy.load` store and rebuild objects of `cls` (which must have a
+    `spec` attribute and a `from_spec(spec, model)` classmethod), and let specs name
+    `cls`. `name` (default ``"module:QualName"``, which is what files written before
+    the registry used) is what files store; a file can name only registered classes.
+    A name registered for another class is refused, except for a class of the same
+    module and qualified name (a redefinition), which replaces it.
+    Returns `cls`, so it can be used as a decorator."""
+    if not isinstance(cls, type):
+        raise TypeError(f"register_savable takes a class, got {type(cls).__name__}")
+    if name is None:
+        name = f"{cls.__module__}:{cls.__qualname__}"
+    if not isinstance(name, str) or not name or len(name) > 200:
+        raise TypeError(f"register_savable: name must be a non-empty str, got {name!r}")
+    other = _SAVABLE.get(name)
+    if (other is not None and other is not cls
+            and (other.__module__, other.__qualname__) != (cls.__module__, cls.__qualname__)):
+        # (a class defined again, as a re-run notebook cell does, replaces its old self)
+        raise ValueError(f"register_savable: {name!r} is already registered for {other!r}")
+    _SAVABLE[name] = cls
+    _SAVABLE_NAME.setdefault(cls, name)
+    return cls
+
+
+def savable_class(name):
+    """The class registered under `name`, or None (a dictionary lookup, nothing more)."""
+    return _SAVABLE.get(name) if isinstance(name, str) else None
+
+
+def savable_name(cls):
+    """The name under which `cls` is registered, or None."""
+    return _SAVABLE_NAME.get(cls)
+
+
+def savable_classes():
+    """{name: class} of every registered class."""
+    return dict(_SAVABLE)
+
+
+_MAX_SPEC_INT = 2 ** 31 - 1
+
+
+def _checked_spec(cls, spec, ints, floats=(), classes=(), optional=()):
+    """`spec` as keyword arguments for `cls`, after checking its keys and value types
+    (a spec may come from a file: no truncated floats, no strings for numbers)."""
+    if not isinstance(spec, dict):
+        raise TypeError(f"{cls.__name__}.from_spec: spec must be a dict, got {type(spec).__name__}")
+    allowed = set(ints) | set(floats) | set(classes)
+    unknown, missing = set(spec) - allowed, (allowed - set(optional)) - set(spec)
+    if unknown or missing:
+        raise ValueError(f"{cls.__name__}.from_spec: unknown keys {sorted(map(str, unknown))}, "
+                         f"missing keys {sorted(missing)}")
+    for k, v in spec.items():
+        if k in ints:
+            ok = type(v) is int and 1 <= v <= _MAX_SPEC_INT
+        elif k in floats:
+            ok = type(v) in (int, float) and math.isfinite(v)
+        else:
+            ok = isinstance(v, type)
+        if not ok:
+            raise ValueError(f"{cls.__name__}.from_spec: bad value {v!r} for {k}")
+    return spec
 
 
 class RNNState:
@@ -94,8 +171,12 @@ class _RNNBuilder:
         """Constructor arguments (for dy.save / dy.load)."""
         return {"layers": self.layers, "input_dim": self.input_dim, "hidden_dim": self.hidden_dim}
 
+    _spec_floats = ()
+
     @classmethod
     def from_spec(cls, spec, model):
+        spec = _checked_spec(cls, spec, ("layers", "input_dim", "hidden_dim"),
+                             floats=cls._spec_floats, optional=cls._spec_floats)
         return cls(model=model, **spec)
 
     # --- DyNet's builder API ---
@@ -205,6 +286,7 @@ class VanillaLSTMBuilder(_RNNBuilder):
     fused gate, cell and hidden ops."""
     _has_cell = True
     _name = "vanilla-lstm-builder"
+    _spec_floats = ("forget_bias",)
 
     def __init__(self, layers, input_dim, hidden_dim, model, ln_lstm=False, forget_bias=1.0):
         if ln_lstm:
@@ -320,6 +402,8 @@ class BiRNNBuilder:
 
     @classmethod
     def from_spec(cls, spec, model):
+        spec = _checked_spec(cls, spec, ("num_layers", "input_dim", "hidden_dim"),
+                             classes=("rnn_builder_factory",))
         return cls(model=model, **spec)
 
     def _run_layer(self, fb, bb, es):
@@ -390,6 +474,8 @@ class TreeLSTMBuilder:
 
     @classmethod
     def from_spec(cls, spec, model):
+        spec = _checked_spec(cls, spec, ("input_dim", "hidden_dim"), floats=("forget_bias",),
+                             optional=("forget_bias",))
         return cls(model=model, **spec)
 
     def leaf(self, x):
@@ -416,3 +502,9 @@ class TreeLSTMBuilder:
 
     def get_parameters(self):
         return [self.W_leaf, self.b_leaf, self.U, self.b]
+
+
+for _cls in (SimpleRNNBuilder, VanillaLSTMBuilder, CoupledLSTMBuilder, GRUBuilder, BiRNNBuilder,
+             TreeLSTMBuilder):
+    register_savable(_cls)
+del _cls

@@ -8,6 +8,7 @@ forbids "_" altogether). A collection's
 `parameters_list()` / `lookup_parameters_list()` hold its own parameters and those of
 all its subcollections, in creation order.
 """
+import math
 import re
 
 import numpy as np
@@ -39,6 +40,20 @@ class _Registry:
     def __init__(self):
         self.params = []
         self.lookups = []
+        # While `dy.load` rebuilds an object from a file, the number of values its
+        # parameters may still take (the file's records under its name): a small file
+        # cannot make the loader allocate more than the file holds. None: no limit.
+        self.load_budget = None
+
+    def reserve(self, shape):
+        if self.load_budget is None:
+            return
+        n = math.prod(shape)
+        if n > self.load_budget:
+            raise serialization.ModelFileError(
+                f"the object being loaded creates a parameter of shape {shape}, more values "
+                f"than the file has left for it ({self.load_budget})")
+        self.load_budget -= n
 
 
 def _cpu_only(device, where):
@@ -115,6 +130,7 @@ class ParameterCollection:
             if init.shape != shape:
                 raise ValueError(f"add_parameters: array of shape {init.shape} for shape {shape}")
             init = NumpyInitializer(init)
+        self._registry.reserve(shape)
         initializer = resolve_initializer(init, shape, scale, mean, std)
         p = Parameters(shape, owner=self)          # checks the shape before any values are made
         p.set_value(np.asarray(initializer(shape, self._rng), dtype=np.float32))
@@ -133,6 +149,7 @@ class ParameterCollection:
         shape = (int(dim), 1) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
         if len(shape) < 2:
             raise ValueError(f"add_lookup_parameters: shape must be (rows, dims...), got {shape}")
+        self._registry.reserve(shape)
         lp = LookupParameters(shape, owner=self)   # checks the shape before any values are made
         if isinstance(init, np.ndarray):
             if init.shape != shape:
@@ -210,13 +227,15 @@ class ParameterCollection:
     # -------------------------------------------------------- save / load ----
 
     def save(self, fname, name="", append=False):
-        """Write every parameter of the collection to `fname` (format:
-        autobatch.serialization). `name` replaces the collection's own name as the
-        prefix of the stored names."""
+        """Write every parameter of the collection to `fname`, a path or a binary file
+        object (format: autobatch.serialization). `name` replaces the collection's own
+        name as the prefix of the stored names; `append` (paths only) adds the records
+        to an existing file."""
         serialization.save_collection(self, fname, key=name, append=append)
 
     def populate(self, fname, key=""):
-        """Set every parameter of the collection from `fname`. The file's parameters under
+        """Set every parameter of the collection from `fname` (a path or a binary file
+        object; never an int). The file's parameters under
         `key` (default: this collection's name) must match this collection's exactly
         (names, kinds, shapes); otherwise nothing is changed and an error is raised."""
         serialization.populate_collection(self, fname, key=key)

@@ -1,11 +1,19 @@
 """pc.save/populate and dy.save/dy.load: bit-identical round trips, safe failure."""
+import io
 import json
 import os
+import pathlib
+import re
+import sys
+import tracemalloc
 
 import numpy as np
 import pytest
 
 import autobatch as dy
+from savefiles import read_meta, split_records, write_data, write_meta
+
+V1 = pathlib.Path(__file__).resolve().parent / "data" / "v1"
 
 
 def build(seed):
@@ -28,8 +36,9 @@ def predict(W, b, E, V):
     return (W * h + b).npvalue()
 
 
+@dy.register_savable
 class Affine:
-    """A builder-like object: param_collection(), spec, from_spec."""
+    """A builder-like object: param_collection(), spec, from_spec; registered."""
 
     def __init__(self, n_in, n_out, model, act="tanh"):
         self.spec = (n_in, n_out, {"act": act})
@@ -66,8 +75,10 @@ def test_collection_round_trip_is_bit_identical(tmp_path):
         assert a.tobytes() == b.tobytes()
     assert predict(*ps).tobytes() == predict(*ps2).tobytes()
     with open(f, "rb") as fh:
-        assert fh.readline() == b"AUTOBATCH-PARAMS 1\n"
+        assert fh.readline() == b"AUTOBATCH-PARAMS 2\n"
         assert json.loads(fh.readline())["name"] == "/W"
+        rest = fh.read()
+        assert json.loads(rest[rest.rindex(b'{"kind": "end"'):])["records"] == 4
 
 
 def test_subcollection_save_and_populate_with_key(tmp_path):
@@ -206,14 +217,17 @@ def test_dy_load_failure_adds_nothing(tmp_path):
     pc2 = dy.ParameterCollection()
     keep = pc2.add_parameters(2)
     n_before = (len(pc2.parameters_list()), len(pc2.lookup_parameters_list()))
-    # a from_spec that builds something else than what was saved
-    meta = json.load(open(base + ".meta"))
+    # an edited spec: caught by the checksum; re-signed, from_spec builds something
+    # else than what was saved, which the records do not match
+    meta = read_meta(base)
     meta["objects"][1]["spec"]["__tuple__"][1] = 5
-    json.dump(meta, open(base + ".meta", "w"))
-    with pytest.raises(dy.ModelFileError):
-        dy.load(base, pc2)
-    assert (len(pc2.parameters_list()), len(pc2.lookup_parameters_list())) == n_before
-    assert pc2.add_subcollection("affine").name() == "/affine/"   # name counters restored
+    for resign in (False, True):
+        write_meta(base, meta, resign=resign)
+        with pytest.raises(dy.ModelFileError, match="checksum" if not resign else "shape"):
+            dy.load(base, pc2)
+        assert (len(pc2.parameters_list()), len(pc2.lookup_parameters_list())) == n_before
+        assert pc2.add_subcollection("affine").name() == "/affine/"   # name counters restored
+        pc2._collection_counts.clear()
     # a corrupt data file: nothing added either
     dy.save(base, [W, aff])
     data = bytearray(open(base + ".data", "rb").read())
@@ -224,18 +238,197 @@ def test_dy_load_failure_adds_nothing(tmp_path):
     assert pc2.parameters_list() == [keep]
 
 
-def test_load_never_imports_code(tmp_path):
+@pytest.mark.parametrize("ref", ["some_module_that_is_not_imported:Evil", "io:FileIO", "os:system",
+                                 "builtins:eval", "subprocess:Popen", "autobatch.builders:RNNState",
+                                 "tests.test_saveload:NoSpec", "autobatch.parameters:ParameterCollection"])
+@pytest.mark.parametrize("where", ["class", "spec"])
+def test_load_names_only_registered_classes(tmp_path, ref, where):
+    """A hostile (validly signed) file naming any class that is not registered is
+    refused before anything is imported, looked up or called."""
     base = str(tmp_path / "model")
     pc = dy.ParameterCollection()
     dy.save(base, [Affine(2, 2, pc)])
-    meta = json.load(open(base + ".meta"))
-    meta["objects"][0]["class"] = "some_module_that_is_not_imported:Evil"
-    json.dump(meta, open(base + ".meta", "w"))
-    with pytest.raises(dy.ModelFileError, match="not imported"):
-        dy.load(base, dy.ParameterCollection())
+    meta = read_meta(base)
+    if where == "class":
+        meta["objects"][0]["class"] = ref
+    else:
+        meta["objects"][0]["spec"]["__tuple__"][2] = {"act": {"__class__": ref}}
+    write_meta(base, meta)
+    modules = set(sys.modules)
+    target = dy.ParameterCollection()
+    with pytest.raises(dy.ModelFileError, match="not registered"):
+        dy.load(base, target)
+    assert set(sys.modules) == modules
+    assert target.parameters_list() == [] and target.add_subcollection("affine").name() == "/affine/"
     open(base + ".meta", "w").write("not json")
     with pytest.raises(dy.ModelFileError):
         dy.load(base, dy.ParameterCollection())
+
+
+def test_register_savable():
+    class Thing:
+        spec = None
+
+        @classmethod
+        def from_spec(cls, spec, model):
+            return cls()
+    assert dy.register_savable(Thing, "test.thing") is Thing
+    assert dy.savable_classes()["test.thing"] is Thing
+    dy.register_savable(Thing, "test.thing")                   # again: fine
+    with pytest.raises(ValueError, match="already registered"):
+        dy.register_savable(Affine, "test.thing")
+
+    class Thing:                                               # defined again: replaces
+        spec = None
+    dy.register_savable(Thing, "test.thing")
+    assert dy.savable_classes()["test.thing"] is Thing
+    with pytest.raises(TypeError):
+        dy.register_savable(Thing(), "x")
+    for cls in (dy.SimpleRNNBuilder, dy.VanillaLSTMBuilder, dy.CoupledLSTMBuilder, dy.GRUBuilder,
+                dy.BiRNNBuilder, dy.TreeLSTMBuilder):
+        assert dy.savable_classes()[f"autobatch.builders:{cls.__name__}"] is cls
+
+
+def test_save_needs_registered_classes(tmp_path):
+    class Unregistered(Affine):
+        pass
+    with pytest.raises(TypeError, match="register_savable"):
+        dy.save(str(tmp_path / "x"), [Unregistered(2, 2, dy.ParameterCollection())])
+    pc = dy.ParameterCollection()
+    aff = Affine(2, 2, pc)
+    aff.spec = (2, 2, {"act": Unregistered})
+    with pytest.raises(TypeError, match="not registered"):
+        dy.save(str(tmp_path / "x"), [aff])
+    assert not os.path.exists(str(tmp_path / "x.meta"))
+
+
+def test_birnn_round_trip_names_its_factory_by_registry(tmp_path):
+    pc = dy.ParameterCollection(seed=4)
+    bi = dy.BiRNNBuilder(2, 3, 4, pc, dy.GRUBuilder)
+    dy.save(str(tmp_path / "m"), [bi])
+    spec = read_meta(str(tmp_path / "m"))["objects"][0]["spec"]
+    assert spec["rnn_builder_factory"] == {"__class__": "autobatch.builders:GRUBuilder"}
+    (bi2,) = dy.load(str(tmp_path / "m"), dy.ParameterCollection())
+    assert type(bi2.builder_layers[0][0]) is dy.GRUBuilder
+    for p, q in zip(pc.parameters_list(), bi2.param_collection().parameters_list()):
+        assert p.as_array().tobytes() == q.as_array().tobytes()
+
+
+def test_meta_bit_flip_of_a_hyperparameter_is_caught(tmp_path):
+    """The case from issue 9: forget_bias 1.0 read as 0.0 after one flipped bit."""
+    base = str(tmp_path / "m")
+    dy.save(base, [dy.VanillaLSTMBuilder(1, 2, 3, dy.ParameterCollection())])
+    raw = open(base + ".meta", "rb").read()
+    at = raw.index(b'"forget_bias": 1.0') + len(b'"forget_bias": ')
+    flipped = raw[:at] + bytes([raw[at] ^ 1]) + raw[at + 1:]       # "1.0" -> "0.0"
+    open(base + ".meta", "wb").write(flipped)
+    with pytest.raises(dy.ModelFileError, match="checksum"):
+        dy.load(base, dy.ParameterCollection())
+
+
+def test_renamed_or_extra_record_is_caught(tmp_path):
+    base = str(tmp_path / "m")
+    pc = dy.ParameterCollection()
+    W = pc.add_parameters(2, name="W")
+    sub = pc.add_subcollection("enc")
+    sub.add_parameters(3, name="V")
+    dy.save(base, [W, sub])
+    data = open(base + ".data", "rb").read()
+    # bit rot in a record name: the end record's sha256 catches it
+    flipped = data.replace(b'"/enc/V"', b'"/enb/V"')
+    open(base + ".data", "wb").write(flipped)
+    with pytest.raises(dy.ModelFileError, match="sha256"):
+        dy.load(base, dy.ParameterCollection())
+    # a signed file whose record lies outside every saved object: not silently dropped
+    records = split_records(data)
+    records[1][0]["name"] = "/other/V"
+    new = write_data(base, records)
+    write_meta(base, read_meta(base), data=new)
+    target = dy.ParameterCollection()
+    with pytest.raises(dy.ModelFileError, match="belong to no object"):
+        dy.load(base, target)
+    assert target.parameters_list() == []
+
+
+def test_data_and_meta_of_different_saves_are_refused(tmp_path):
+    pc = dy.ParameterCollection()
+    W = pc.add_parameters(2, name="W")
+    dy.save(str(tmp_path / "a"), [W])
+    W.set_value(np.array([5.0, 6.0]))
+    dy.save(str(tmp_path / "b"), [W])
+    os.replace(tmp_path / "b.data", tmp_path / "a.data")
+    with pytest.raises(dy.ModelFileError, match="same dy.save"):
+        dy.load(str(tmp_path / "a"), dy.ParameterCollection())
+
+
+def test_file_objects_paths_and_no_ints(tmp_path):
+    pc, ps = build(1)
+    buf = io.BytesIO()
+    pc.save(buf)
+    pc2, ps2 = build(2)
+    pc2.populate(io.BytesIO(buf.getvalue()))
+    assert [a.tobytes() for a in values(ps)] == [a.tobytes() for a in values(ps2)]
+    path = tmp_path / "m.params"
+    path.write_bytes(buf.getvalue())
+    with open(path, "rb") as f:
+        build(3)[0].populate(f)
+    build(3)[0].populate(path)                     # os.PathLike
+    build(3)[0].populate(bytes(path))
+    r, w = os.pipe()
+    try:
+        for bad in (r, True, 3.0, None):
+            with pytest.raises(TypeError):
+                pc2.populate(bad)
+            with pytest.raises(TypeError):
+                pc2.save(bad)
+        with pytest.raises(TypeError):
+            dy.load(r, pc2)
+        os.fstat(r)                                # still open: never used as a file
+    finally:
+        os.close(r)
+        os.close(w)
+    with pytest.raises(TypeError, match="binary"):
+        with open(path, "r") as f:
+            pc2.populate(f)
+
+
+def test_devices_and_pipes_are_refused_without_reading(tmp_path):
+    pc, _ = build(1)
+    before = values(pc.parameters_list() + pc.lookup_parameters_list())
+    for dev in ("/dev/zero", "/dev/urandom", str(tmp_path)):
+        with pytest.raises(dy.ModelFileError, match="not a regular file"):
+            pc.populate(dev)
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    with pytest.raises(dy.ModelFileError, match="not a regular file"):
+        pc.populate(fifo)                           # does not block waiting for a writer
+    with open("/dev/zero", "rb") as f, pytest.raises(dy.ModelFileError):
+        pc.populate(f)
+    _check_unchanged(pc, before)
+
+
+def test_version_1_files_still_load():
+    """tests/data/v1 was written by autobatch 60ecba6 (tests/data/v1/make_v1.py)."""
+    expected = np.load(V1 / "expected.npz")
+    pc = dy.ParameterCollection(seed=3)
+    pc.add_parameters((3, 4), name="W")
+    pc.add_lookup_parameters((5, 2), name="E")
+    pc.add_subcollection("enc").add_parameters(2, name="b")
+    dy.VanillaLSTMBuilder(1, 2, 3, pc)
+    dy.BiRNNBuilder(1, 2, 4, pc, dy.GRUBuilder)
+    for p in pc.parameters_list() + pc.lookup_parameters_list():
+        p.zero() if hasattr(p, "zero") else None
+    pc.populate(str(V1 / "params.data"))           # fully checked: every header is matched
+    for p in pc.parameters_list() + pc.lookup_parameters_list():
+        np.testing.assert_array_equal(p.as_array(), expected[p.name()])
+    with pytest.raises(dy.ModelFileError, match="allow_v1"):
+        dy.load(str(V1 / "model"), dy.ParameterCollection())
+    W, E, sub, lstm, bi = dy.load(str(V1 / "model"), dy.ParameterCollection(), allow_v1=True)
+    np.testing.assert_array_equal(W.as_array(), expected["/W"])
+    np.testing.assert_array_equal(E.as_array(), expected["/E"])
+    assert lstm.forget_bias == 0.5 and type(bi.builder_layers[0][1]) is dy.GRUBuilder
+    np.testing.assert_array_equal(lstm.param_collection().parameters_list()[0].as_array(),
+                                  expected["/vanilla-lstm-builder/p_x0"])
 
 
 def test_save_rejects_unsaveable(tmp_path):
@@ -266,3 +459,57 @@ def test_append_and_refuse_foreign_file(tmp_path):
         pc.save(foreign, append=True)
     assert open(foreign).read() == "hello"
     assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+
+
+def test_security_doc_example_runs():
+    """The Python block of docs/security.md runs as written."""
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "security.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    namespace = {"__name__": "security_md"}
+    for code in blocks:
+        exec(compile(code, "docs/security.md", "exec"), namespace)
+
+
+def test_save_to_a_fifo_writes_through_it(tmp_path):
+    """A destination that is not a regular file is written to, never replaced."""
+    import stat
+    import threading
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    pc, _ = build(1)
+    pc.save(fifo)
+    reader.join(5)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert got and got[0].startswith(b"AUTOBATCH-PARAMS 2\n")
+    pc.populate(io.BytesIO(got[0]))
+
+
+def test_each_record_belongs_to_one_object(tmp_path):
+    base = str(tmp_path / "m")
+    pc = dy.ParameterCollection()
+    W = pc.add_parameters(2, name="W")
+    sub = pc.add_subcollection("enc")
+    sub.add_parameters((100, 100), name="V")
+    for overlapping in ([W, W], [pc, W], [sub, pc]):
+        with pytest.raises(ValueError, match="saved twice"):
+            dy.save(base, overlapping)
+        assert not os.path.exists(base + ".meta") and not os.path.exists(base + ".data")
+    dy.save(base, [W, sub])
+    # a (validly signed) metadata listing the 40 KB collection 1000 times: refused at
+    # the second copy, not a thousand copies
+    meta = read_meta(base)
+    meta["objects"] += [meta["objects"][1]] * 1000
+    write_meta(base, meta)
+    target = dy.ParameterCollection()
+    tracemalloc.start()
+    try:
+        with pytest.raises(dy.ModelFileError, match="two objects"):
+            dy.load(base, target)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 ** 20 and target.parameters_list() == []
