@@ -16,7 +16,7 @@ cdef float _constant_argument(str name, str attr, float default, tuple args, dic
     value = args[0] if args else kwargs.get(attr, default)
     if not _is_number(value):
         raise TypeError(f"{name}: {attr} must be a number, got {type(value).__name__}")
-    return value
+    return _finite(name, attr, value)
 
 
 cdef object _api_unary(int op, str name, str attr, float default):
@@ -52,7 +52,8 @@ def dropout(Expression x, float p):
 
 
 def noise(Expression x, float stddev):
-    if stddev < 0:
+    """x plus Gaussian noise of standard deviation stddev."""
+    if not _finite("noise", "stddev", stddev) >= 0:
         raise ValueError(f"noise: stddev must be >= 0, got {stddev}")
     return _unary(OP_NOISE, x, stddev)
 

@@ -92,6 +92,8 @@ def pickneglogsoftmax_batch(Expression x, v):
 
 
 def hinge(Expression x, v, float m=1.0):
+    """sum over i != v of max(0, m - x[v] + x[i]) (per batch element)."""
+    _finite("hinge", "m", m)
     cdef Node* n = _check(x)
     if n.nd != 1:
         raise DimensionError(f"hinge: needs a vector, got {_dimstr(n)}")
@@ -210,6 +212,7 @@ def reshape(Expression x, d, batch_size=1):
 def lstm_gates(Expression pre, int hidden_dim, float forget_bias=0.0):
     """Gate activations of a pre-activation vector of blocks [i, f_1..f_k, o, g]:
     logistic on all blocks but the last (forget blocks get + forget_bias), tanh on g."""
+    _finite("lstm_gates", "forget_bias", forget_bias)
     cdef Node* n = _check(pre)
     if hidden_dim <= 0 or n.nd != 1 or rows(n) % hidden_dim != 0 or rows(n) // hidden_dim < 3:
         raise DimensionError(f"lstm_gates: pre-activations of shape {_dimstr(n)} are not "

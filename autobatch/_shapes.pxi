@@ -148,3 +148,10 @@ cdef inline int _merge_bs(str op, int bs, int other) except -1:
 
 cdef inline int _bs2(str op, Node* x, Node* y) except -1:
     return _merge_bs(op, x.bs, y.bs)
+
+
+cdef float _finite(str op, str what, double value) except? -1:
+    """A hyperparameter of an op: NaN or an infinity is a ValueError."""
+    if value != value or value - value != 0:
+        raise ValueError(f"{op}: {what} must be a finite number, got {value}")
+    return <float>value

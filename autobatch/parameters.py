@@ -56,6 +56,24 @@ class _Registry:
         self.load_budget -= n
 
 
+def _is_int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _int_shape(dim, where):
+    """A shape of ints from an int or a sequence of them: a float (3.0, 2.5) or a bool
+    is a TypeError, never truncated."""
+    dims = (dim,) if _is_int(dim) else dim
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise TypeError(f"{where}: a shape is an int or a tuple of ints, got {dim!r}") from None
+    for d in dims:
+        if not _is_int(d):
+            raise TypeError(f"{where}: sizes must be ints, got {d!r} in {dim!r}")
+    return tuple(int(d) for d in dims)
+
+
 def _cpu_only(device, where):
     if device not in (None, "", "CPU", "cpu"):
         raise ValueError(f"{where}: device {device!r}: autobatch runs on the CPU only")
@@ -125,7 +143,7 @@ class ParameterCollection:
         array (its values), or 'glorot' / 'identity' / 'saxe' / 'uniform' (uses
         `scale`) / 'normal' (uses `mean`, `std`) / 'he', as in DyNet."""
         _cpu_only(device, "add_parameters")
-        shape = (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
+        shape = _int_shape(dim, "add_parameters")
         if isinstance(init, np.ndarray):
             if init.shape != shape:
                 raise ValueError(f"add_parameters: array of shape {init.shape} for shape {shape}")
@@ -146,7 +164,9 @@ class ParameterCollection:
         values (row i as `lookup(i).npvalue()` shows it). The default is DyNet Python's
         `GlorotInitializer()`."""
         _cpu_only(device, "add_lookup_parameters")
-        shape = (int(dim), 1) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
+        shape = _int_shape(dim, "add_lookup_parameters")
+        if len(shape) == 1:
+            shape = (shape[0], 1)
         if len(shape) < 2:
             raise ValueError(f"add_lookup_parameters: shape must be (rows, dims...), got {shape}")
         self._registry.reserve(shape)

@@ -23,6 +23,18 @@ import numpy as np
 from autobatch._core import LookupParameters
 
 
+def hyperparameter(name, value, lo=0.0, hi=float("inf"), lo_open=False, hi_open=False):
+    """value as a float in [lo, hi] (or the open ends): NaN, infinities and values out
+    of range are a ValueError, a non-number a TypeError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    v = float(value)
+    if not np.isfinite(v) or v < lo or v > hi or (lo_open and v == lo) or (hi_open and v == hi):
+        raise ValueError(f"{name} must be a finite number in {'(' if lo_open else '['}{lo:g}, "
+                         f"{hi:g}{')' if hi_open else ']'}, got {value!r}")
+    return v
+
+
 class Trainer:
     """Common machinery; subclasses give `state_names` and `rule`."""
 
@@ -30,7 +42,7 @@ class Trainer:
 
     def __init__(self, m, learning_rate):
         self.model = m
-        self.learning_rate = float(learning_rate)
+        self.learning_rate = hyperparameter("learning_rate", learning_rate)
         self.clipping_enabled = True
         self.clip_threshold = 5.0
         self.sparse_updates_enabled = True
@@ -44,7 +56,7 @@ class Trainer:
 
     def set_clip_threshold(self, thr):
         """Clip the global gradient norm to `thr`; `thr <= 0` disables clipping."""
-        thr = float(thr)
+        thr = hyperparameter("clip threshold", thr, lo=-float("inf"))
         self.clipping_enabled = thr > 0
         self.clip_threshold = thr if thr > 0 else 0.0
 
@@ -57,12 +69,12 @@ class Trainer:
         self.sparse_updates_enabled = bool(su)
 
     def set_learning_rate(self, value):
-        self.learning_rate = float(value)
+        self.learning_rate = hyperparameter("learning_rate", value)
 
     def restart(self, learning_rate=None):
         """Zero the optimizer state (momenta, averages); optionally set the learning rate."""
         if learning_rate is not None:
-            self.learning_rate = float(learning_rate)
+            self.learning_rate = hyperparameter("learning_rate", learning_rate)
         for _, state in self._state.values():
             for s in state:
                 s[...] = 0
@@ -170,8 +182,10 @@ class CyclicalSGDTrainer(SimpleSGDTrainer):
 
     def __init__(self, m, learning_rate_min=0.01, learning_rate_max=0.1, step_size=2000, gamma=1.0):
         super().__init__(m, learning_rate_min)
-        self.e_min, self.e_max = float(learning_rate_min), float(learning_rate_max)
-        self.step_size, self.gamma = float(step_size), float(gamma)
+        self.e_min = hyperparameter("learning_rate_min", learning_rate_min)
+        self.e_max = hyperparameter("learning_rate_max", learning_rate_max, lo=self.e_min)
+        self.step_size = hyperparameter("step_size", step_size, lo_open=True)
+        self.gamma = hyperparameter("gamma", gamma, lo_open=True)
         self.it = 0
 
     def update(self):
@@ -190,7 +204,7 @@ class MomentumSGDTrainer(Trainer):
 
     def __init__(self, m, learning_rate=0.01, mom=0.9):
         super().__init__(m, learning_rate)
-        self.momentum = float(mom)
+        self.momentum = hyperparameter("mom", mom, hi=1.0, hi_open=True)
 
     def rule(self, theta, g, t, v):
         v *= np.float32(self.momentum)
@@ -205,7 +219,7 @@ class AdagradTrainer(Trainer):
 
     def __init__(self, m, learning_rate=0.1, eps=1e-20):
         super().__init__(m, learning_rate)
-        self.epsilon = float(eps)
+        self.epsilon = hyperparameter("eps", eps, lo_open=True)
 
     def rule(self, theta, g, t, G):
         G += g * g
@@ -221,7 +235,8 @@ class AdadeltaTrainer(Trainer):
 
     def __init__(self, m, eps=1e-6, rho=0.95):
         super().__init__(m, 1.0)
-        self.epsilon, self.rho = float(eps), float(rho)
+        self.epsilon = hyperparameter("eps", eps, lo_open=True)
+        self.rho = hyperparameter("rho", rho, hi=1.0, hi_open=True)
 
     def rule(self, theta, g, t, Eg, Ed):
         rho, eps = np.float32(self.rho), np.float32(self.epsilon)
@@ -238,7 +253,8 @@ class RMSPropTrainer(Trainer):
 
     def __init__(self, m, learning_rate=0.001, eps=1e-8, rho=0.9):
         super().__init__(m, learning_rate)
-        self.epsilon, self.rho = float(eps), float(rho)
+        self.epsilon = hyperparameter("eps", eps, lo_open=True)
+        self.rho = hyperparameter("rho", rho, hi=1.0, hi_open=True)
 
     def rule(self, theta, g, t, Eg):
         rho = np.float32(self.rho)
@@ -256,7 +272,9 @@ class AdamTrainer(Trainer):
 
     def __init__(self, m, alpha=0.001, beta_1=0.9, beta_2=0.999, eps=1e-8):
         super().__init__(m, alpha)
-        self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(eps)
+        self.beta_1 = hyperparameter("beta_1", beta_1, hi=1.0, hi_open=True)
+        self.beta_2 = hyperparameter("beta_2", beta_2, hi=1.0, hi_open=True)
+        self.epsilon = hyperparameter("eps", eps, lo_open=True)
 
     def _moments(self, g, m, v):
         b1, b2 = np.float32(self.beta_1), np.float32(self.beta_2)

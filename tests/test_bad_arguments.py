@@ -1,0 +1,66 @@
+"""Bad arguments are refused with the error a user expects: a float where an int is
+required is a TypeError (never truncated), a NaN, infinite or out-of-range
+hyperparameter a ValueError; nothing is created by the call that failed."""
+import math
+
+import pytest
+
+import autobatch as dy
+
+NAN, INF = math.nan, math.inf
+
+
+@pytest.mark.parametrize("make", [
+    lambda pc: pc.add_parameters((3.0, 2)),
+    lambda pc: pc.add_parameters((True, 2)),
+    lambda pc: pc.add_parameters(2.0),
+    lambda pc: pc.add_lookup_parameters((10, 2.5)),
+    lambda pc: pc.add_lookup_parameters(10.0),
+], ids=["float", "bool", "float-int", "lookup-float", "lookup-float-int"])
+def test_float_sizes_are_type_errors(make):
+    pc = dy.ParameterCollection()
+    with pytest.raises(TypeError, match="int"):
+        make(pc)
+    assert pc.parameters_list() == [] and pc.lookup_parameters_list() == []
+
+
+@pytest.mark.parametrize("make", [
+    lambda pc: dy.SimpleSGDTrainer(pc, NAN),
+    lambda pc: dy.SimpleSGDTrainer(pc, -0.1),
+    lambda pc: dy.SimpleSGDTrainer(pc, INF),
+    lambda pc: dy.MomentumSGDTrainer(pc, 0.1, mom=1.5),
+    lambda pc: dy.AdagradTrainer(pc, 0.1, eps=0.0),
+    lambda pc: dy.AdadeltaTrainer(pc, rho=NAN),
+    lambda pc: dy.RMSPropTrainer(pc, eps=-1e-8),
+    lambda pc: dy.AdamTrainer(pc, beta_1=1.0),
+    lambda pc: dy.AdamTrainer(pc, beta_2=NAN),
+    lambda pc: dy.CyclicalSGDTrainer(pc, 0.1, 0.01),
+    lambda pc: dy.SimpleSGDTrainer(pc).set_learning_rate(NAN),
+    lambda pc: dy.SimpleSGDTrainer(pc).set_clip_threshold(NAN),
+])
+def test_bad_trainer_hyperparameters_are_value_errors(make):
+    pc = dy.ParameterCollection()
+    pc.add_parameters(2)
+    with pytest.raises(ValueError, match="finite number"):
+        make(pc)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: dy.noise(x, NAN),
+    lambda x: dy.noise(x, INF),
+    lambda x: dy.noise(x, -1.0),
+    lambda x: dy.dropout(x, NAN),
+    lambda x: dy.elu(x, NAN),
+    lambda x: dy.silu(x, beta=INF),
+    lambda x: dy.scale_gradient(x, NAN),
+    lambda x: dy.hinge(x, 0, NAN),
+    lambda x: dy.lstm_gates(dy.concatenate([x, x, x]), 2, NAN),
+])
+def test_bad_op_hyperparameters_are_value_errors(make):
+    dy.renew_cg()
+    x = dy.inputVector([1.0, 2.0])
+    n = dy.cg().num_nodes
+    with pytest.raises(ValueError):
+        make(x)
+    assert dy.cg().num_nodes <= n + 1        # at most the concatenate of the last case
+    assert x.value() == [1.0, 2.0]
