@@ -10,6 +10,7 @@ import numpy as np
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
+from cpython.exc cimport PyErr_CheckSignals
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from autobatch._backward cimport backward_pass
@@ -217,6 +218,8 @@ cdef class ComputationGraph:
             t1 = now()
             for pos in range(count):
                 run_batch(&self.log, &ctx, &self.sched.needed[pos], 1, self.check_validity)
+                if pos % 64 == 63:
+                    PyErr_CheckSignals()    # Ctrl-C: what ran is kept, the rest runs later
             t_run = now() - t1
         else:
             sched_prepare(&self.sched, &v, self.sigs.n, count,
@@ -234,6 +237,7 @@ cdef class ComputationGraph:
                 sched_release(&self.sched, &v, n)
                 t_sched += now() - t1
                 count -= n
+                PyErr_CheckSignals()        # Ctrl-C: what ran is kept, the rest runs later
         self.t_schedule += t_sched
         self.t_forward += t_run
         self.t_last = now()
@@ -242,8 +246,11 @@ cdef class ComputationGraph:
     # --------------------------------------------------------- backward ----
 
     cdef int backward_from(self, int32_t target, bint full=False) except -1:
+        """Backward is applied completely or not at all: a Ctrl-C that arrives before
+        it starts stops it; one that arrives during it is raised after it finished."""
         self.check_idle()
         self.forward_to(target)
+        PyErr_CheckSignals()
         if elems(&self.nodes[target]) != 1:
             raise ValueError(f"backward() needs a scalar expression; this one has shape "
                              f"{self.shape_of(target)} (sum it first, e.g. with dy.sum_elems)")
