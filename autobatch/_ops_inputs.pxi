@@ -20,11 +20,22 @@ def const_parameter(*ps):
 
 
 cdef object _as_index(object i, str name):
-    """An integer index; floats and other non-integers are refused, not truncated."""
+    """An integer index; floats and other non-integers are refused, not truncated. An
+    object's __index__ may run any code: one that changes the graph is refused (the
+    caller holds nodes of it)."""
+    if type(i) is int:
+        return i
+    cdef ComputationGraph g = _here()
+    cdef int version = g.version
+    cdef int64_t count = g.n_nodes
     try:
-        return operator.index(i)
+        k = operator.index(i)
     except TypeError:
         raise TypeError(f"{name}: index must be an int, got {type(i).__name__}") from None
+    if _here() is not g or g.version != version or g.n_nodes != count:
+        raise RuntimeError(f"{name}: converting the index {type(i).__name__} to an int changed "
+                           f"the computation graph")
+    return k
 
 
 def lookup(LookupParameters p not None, index, update=True):

@@ -64,3 +64,32 @@ def test_bad_op_hyperparameters_are_value_errors(make):
         make(x)
     assert dy.cg().num_nodes <= n + 1        # at most the concatenate of the last case
     assert x.value() == [1.0, 2.0]
+
+
+class RenewingIndex:
+    """An index whose __index__ renews the graph and builds another one."""
+
+    def __index__(self):
+        dy.renew_cg()
+        for _ in range(10):
+            dy.inputVector([1.0, 2.0, 3.0])
+        return 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, lp: dy.pick(x, RenewingIndex()),
+    lambda x, lp: dy.pickneglogsoftmax(x, [RenewingIndex()]),
+    lambda x, lp: dy.pick_range(x, RenewingIndex(), 2),
+    lambda x, lp: dy.lookup_batch(lp, [0, RenewingIndex()]),
+    lambda x, lp: dy.max_dim(x, RenewingIndex()),
+    lambda x, lp: x[RenewingIndex()],
+], ids=["pick", "picknls", "pick_range", "lookup_batch", "max_dim", "getitem"])
+def test_an_index_that_changes_the_graph_is_refused(make):
+    pc = dy.ParameterCollection()
+    lp = pc.add_lookup_parameters((4, 3))
+    dy.renew_cg()
+    x = dy.inputVector([1.0, 5.0, 3.0])
+    with pytest.raises(RuntimeError, match="changed the computation graph"):
+        make(x, lp)
+    dy.renew_cg()
+    assert dy.pick(dy.inputVector([1.0, 5.0, 3.0]), 1).value() == 5.0
