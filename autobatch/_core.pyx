@@ -6,6 +6,7 @@ User code only appends nodes to the graph (_graph.pyx) behind tiny `Expression`
 handles; the engine modules do the rest when a value is needed.
 """
 cimport cython
+from cpython.object cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset

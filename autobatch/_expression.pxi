@@ -2,44 +2,37 @@
 # uses the shape helpers of _shapes.pxi and Parameters (_parameters.pxi).
 
 # ----------------------------------------------------------- current graph ----
-# Each thread builds its own graph (its "current graph"); parameters are shared. _cg is
-# the graph of the thread that called in last, so the common case (one thread) costs a
-# comparison of thread ids. Graph versions are unique across threads, so an Expression
-# of another thread's graph is refused as stale, never read.
+# Each thread builds its own graph (its "current graph"); parameters are shared. A
+# C thread-local pointer names the calling thread's graph (a new thread starts with
+# none), read in one instruction; a threading.local owns the graph and frees it when
+# the thread ends. Graph versions are unique across threads, so an Expression of
+# another thread's graph is refused as stale, never read.
 
 cdef extern from *:
     """
-    /* which thread runs: the address of a thread-local byte, one instruction (the
-       initial-exec model needs no call; one byte fits any static TLS reserve) */
-    static __thread char ab_thread_marker __attribute__((tls_model("initial-exec")));
-    static inline void* ab_this_thread(void) { return &ab_thread_marker; }
+    /* initial-exec: read without a call; one pointer fits any static TLS reserve */
+    static __thread PyObject* ab_thread_graph __attribute__((tls_model("initial-exec")));
     """
-    void* ab_this_thread() nogil
+    PyObject* ab_thread_graph
 
-cdef ComputationGraph _cg = ComputationGraph(None)
-cdef void* _cg_thread = ab_this_thread()
 cdef object _thread_graphs = threading.local()
-_thread_graphs.graph = _cg
 cdef int _last_version = 0
 cdef uint64_t _seed_state = 0x5DEECE66D
 
 
-cdef ComputationGraph _switch_thread():
-    global _cg, _cg_thread
-    g = getattr(_thread_graphs, "graph", None)
-    if g is None:
-        g = ComputationGraph(None)
-        _thread_graphs.graph = g
-    _cg = <ComputationGraph>g
-    _cg_thread = ab_this_thread()
-    return _cg
+cdef ComputationGraph _new_thread_graph():
+    global ab_thread_graph
+    g = ComputationGraph(None)
+    _thread_graphs.graph = g            # owns it while the thread lives
+    ab_thread_graph = <PyObject*>g
+    return g
 
 
 cdef inline ComputationGraph _here():
     """The calling thread's current graph."""
-    if ab_this_thread() != _cg_thread:
-        return _switch_thread()
-    return _cg
+    if ab_thread_graph == NULL:
+        return _new_thread_graph()
+    return <ComputationGraph>ab_thread_graph
 
 
 def renew_cg(immediate_compute=False, check_validity=False, strategy=None, autobatching=None):
@@ -80,12 +73,16 @@ def set_random_seed(uint64_t seed):
 
 cdef inline Node* _check(Expression e) except NULL:
     """e's node, if e belongs to the calling thread's current graph."""
-    if (e.version != _cg.version or ab_this_thread() != _cg_thread) and \
-            e.version != _switch_thread().version:
+    return _check_in(_here(), e)
+
+
+cdef inline Node* _check_in(ComputationGraph g, Expression e) except NULL:
+    """e's node, if e belongs to g (the calling thread's graph)."""
+    if e.version != g.version:
         raise StaleExpressionError(
             "stale Expression: it was created before the computation graph was renewed, "
             "or by another thread (each thread builds its own graph)")
-    return &_cg.nodes[e.idx]
+    return &g.nodes[e.idx]
 
 
 cdef int _compute(int32_t idx, bint recalculate) except -1:
@@ -95,12 +92,17 @@ cdef int _compute(int32_t idx, bint recalculate) except -1:
 
 
 cdef inline Expression _wrap(int32_t idx):
-    """The handle of node idx, just added to _cg."""
+    """The handle of node idx, just added to the calling thread's graph."""
+    return _wrap_in(_here(), idx)
+
+
+cdef inline Expression _wrap_in(ComputationGraph g, int32_t idx):
+    """The handle of node idx of g (the calling thread's graph)."""
     cdef Expression e = Expression.__new__(Expression)
     e.idx = idx
-    e.version = _cg.version
-    if _cg.immediate_compute:
-        _cg.forward_to(idx)
+    e.version = g.version
+    if g.immediate_compute:
+        g.forward_to(idx)
     return e
 
 
@@ -284,8 +286,9 @@ cdef Expression _mul(object x, object y):
     if _is_number(x):
         return _unary(OP_MUL_CONST, _as_expr(y), x)
     cdef Expression a = _as_expr(x), b = _as_expr(y)
-    cdef Node* na = _check(a)
-    cdef Node* nb = _check(b)
+    cdef ComputationGraph g = _here()
+    cdef Node* na = _check_in(g, a)
+    cdef Node* nb = _check_in(g, b)
     if cols(na) == rows(nb) or (elems(na) != 1 and elems(nb) != 1):
         return _matmul(a, b)
     return _binary(OP_CMULT, a, b)      # a scalar times an expression
@@ -303,9 +306,10 @@ cdef Expression _div(object x, object y):
 
 cdef inline Expression _unary(int op, Expression x, float value):
     """An elementwise op of one argument; `value` is its constant (ScalarAttr)."""
-    cdef Node* n = _check(x)
+    cdef ComputationGraph g = _here()
+    cdef Node* n = _check_in(g, x)
     cdef Attrs at = _scalar_attr(value)
-    return _wrap(_cg.add_node(op, 1, &x.idx, _like(n, n.bs), 0, &at))
+    return _wrap_in(g, g.add_node(op, 1, &x.idx, _like(n, n.bs), 0, &at))
 
 
 cdef Shape _broadcast_shape(int op, Node* a, Node* b) except *:
@@ -335,25 +339,28 @@ cdef Shape _broadcast_shape(int op, Node* a, Node* b) except *:
 
 cdef Expression _binary(int op, Expression x, Expression y):
     """An elementwise op of two arguments, broadcast as DyNet does."""
-    cdef Node* a = _check(x)
-    cdef Node* b = _check(y)
+    cdef ComputationGraph g = _here()
+    cdef Node* a = _check_in(g, x)
+    cdef Node* b = _check_in(g, y)
     cdef Shape shape = _broadcast_shape(op, a, b)
     cdef int32_t argv[2]
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(op, 2, argv, shape))
+    return _wrap_in(g, g.add_node(op, 2, argv, shape))
 
 
 cdef Expression _matmul(Expression x, Expression y):
-    cdef Node* a = _check(x)
-    cdef Node* b = _check(y)
+    cdef ComputationGraph g = _here()
+    cdef Node* a = _check_in(g, x)
+    cdef Node* b = _check_in(g, y)
     if cols(a) != rows(b) or a.nd > 2 or b.nd > 2:
         raise DimensionError(f"matmul: cannot multiply {_dimstr(a)} by {_dimstr(b)}")
     cdef int bs = _bs2("matmul", a, b)
     cdef int32_t argv[2]
     argv[0] = x.idx
     argv[1] = y.idx
-    return _wrap(_cg.add_node(OP_MATMUL, 2, argv, _product_shape("matmul", rows(a), cols(b), b.nd, bs)))
+    return _wrap_in(g, g.add_node(OP_MATMUL, 2, argv,
+                                  _product_shape("matmul", rows(a), cols(b), b.nd, bs)))
 
 
 cdef int32_t _collect(object xs, str name, int32_t** out) except -1:

@@ -192,6 +192,8 @@ cdef class ComputationGraph:
 
     cdef int forward_to(self, int32_t target) except -1:
         """Compute `target` and every ancestor not computed yet, in batches."""
+        if not 0 <= target < self.n_nodes:
+            raise IndexError(f"no node {target} in this graph ({self.n_nodes} nodes)")
         if self.nodes[target].flags & F_DONE:
             return 0
         self.check_idle()

@@ -69,3 +69,29 @@ def test_expressions_cannot_be_pickled():
     dy.renew_cg()
     with pytest.raises(TypeError, match="cannot be pickled"):
         pickle.dumps(dy.inputVector([1.0]))
+
+
+def test_short_lived_threads_each_get_a_graph_of_their_own():
+    # a new thread may reuse a finished thread's stack and thread-local storage: it must
+    # still start with a graph of its own
+    pc = dy.ParameterCollection(seed=0)
+    W = pc.add_parameters((16, 16))
+    x0 = np.ones(16, dtype=np.float32)
+    dy.renew_cg()
+    want = dy.sum_elems(dy.tanh(W * dy.inputVector(x0))).value()
+    results = []
+
+    def work():
+        dy.renew_cg()
+        e = dy.inputVector(x0)
+        for _ in range(50):
+            e = dy.tanh(W * e) * 0.5 + e * 0.5
+        results.append(dy.sum_elems(dy.tanh(W * dy.inputVector(x0))).value())
+
+    for _ in range(20):
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert results == [want] * 40

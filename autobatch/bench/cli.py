@@ -1,5 +1,5 @@
-"""`python -m autobatch.bench` / `autobatch-bench`: the task benchmark (default) or
-`micro`, the engine-overhead micro-benchmark.
+"""`python -m autobatch.bench` / `autobatch-bench`: the task benchmark (default),
+`micro`, the engine-overhead micro-benchmark, or `threads`, inference on two threads.
 
 Both re-execute themselves with one BLAS thread first; `--native-blas` also unsets
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE so OpenBLAS uses the processor's own kernel.
@@ -17,6 +17,10 @@ def main(argv=None):
     if args and args[0] == "micro":
         from autobatch.bench import micro
         micro.main(args[1:])
+        return 0
+    if args and args[0] == "threads":
+        from autobatch.bench import threads
+        threads.main(args[1:])
         return 0
     from autobatch.bench import run
     if args and args[0] == "tasks":
