@@ -93,3 +93,11 @@ def test_an_index_that_changes_the_graph_is_refused(make):
         make(x, lp)
     dy.renew_cg()
     assert dy.pick(dy.inputVector([1.0, 5.0, 3.0]), 1).value() == 5.0
+
+
+def test_a_lookup_table_too_large_for_one_array_is_refused_before_allocating():
+    # rows x dim = 65536 x 65537 overflows a C int; it once wrapped around
+    pc = dy.ParameterCollection()
+    with pytest.raises(dy.DimensionError, match="2\\^31"):
+        pc.add_lookup_parameters((65536, 65537))
+    assert pc.lookup_parameters_list() == []
