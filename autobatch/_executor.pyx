@@ -8,7 +8,7 @@ from libc.string cimport memcpy, memset
 
 from autobatch._nodes cimport Node, OpDef, elems, F_DONE
 from autobatch._optable cimport op_table
-from autobatch._memory cimport arena_alloc_or_raise, arena_check, grow
+from autobatch._memory cimport arena_alloc_or_raise, arena_check, grow, next_capacity, resize
 
 cdef const OpDef* OPS = op_table()
 
@@ -47,10 +47,9 @@ cdef int run_batch(BatchLog* log, Batch* ctx, int32_t* ids, int n, bint check_va
 
 
 cdef int grow_batches(BatchLog* log) except -1:
-    cdef int64_t cap = log.cap
-    log.at = <int64_t*>grow(log.at, &cap, log.n + 1, sizeof(int64_t))
-    cap = log.cap
-    log.count = <int32_t*>grow(log.count, &cap, log.n + 1, sizeof(int32_t))
+    cdef int64_t cap = next_capacity(log.cap, log.n + 1)
+    log.at = <int64_t*>resize(log.at, cap, sizeof(int64_t))
+    log.count = <int32_t*>resize(log.count, cap, sizeof(int32_t))
     log.cap = cap
     return 0
 

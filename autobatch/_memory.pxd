@@ -22,6 +22,8 @@ cdef void arena_free(Arena* a) noexcept nogil
 cdef size_t arena_capacity(const Arena* a) noexcept nogil
 
 cdef void* grow_slow(void* p, int64_t* cap, int64_t need, size_t item) except NULL
+cdef int64_t next_capacity(int64_t cap, int64_t need) noexcept nogil
+cdef void* resize(void* p, int64_t n, size_t item) except NULL
 
 cdef inline void* grow(void* p, int64_t* cap, int64_t need, size_t item) except NULL:
     """Room for `need` items of p (doubling); MemoryError instead of a crash. The

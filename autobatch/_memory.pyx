@@ -119,13 +119,25 @@ cdef size_t arena_capacity(const Arena* a) noexcept nogil:
 
 
 cdef void* grow_slow(void* p, int64_t* cap, int64_t need, size_t item) except NULL:
-    cdef int64_t c = cap[0]
-    if c < 16:
-        c = 16
-    while c < need:
-        c *= 2
-    cdef void* q = realloc(p, c * item)
+    cdef int64_t c = next_capacity(cap[0], need)
+    cdef void* q = resize(p, c, item)
+    cap[0] = c
+    return q
+
+
+cdef int64_t next_capacity(int64_t cap, int64_t need) noexcept nogil:
+    """Doubling from cap (at least 16) until need fits."""
+    if cap < 16:
+        cap = 16
+    while cap < need:
+        cap *= 2
+    return cap
+
+
+cdef void* resize(void* p, int64_t n, size_t item) except NULL:
+    """p with room for n items (the first ones kept); MemoryError if it cannot be had.
+    Arrays that share one capacity (the columns of a table) grow with it."""
+    cdef void* q = realloc(p, n * item)
     if q == NULL:
         raise MemoryError("autobatch: cannot grow graph arrays")
-    cap[0] = c
     return q

@@ -10,7 +10,7 @@ from libc.stdlib cimport free, qsort
 from libc.string cimport memset
 
 from autobatch._nodes cimport Node, F_DONE
-from autobatch._memory cimport grow
+from autobatch._memory cimport grow, next_capacity, resize
 from autobatch._nodes cimport arg_id
 
 
@@ -22,18 +22,13 @@ cdef int ensure_nodes(Sched* s, int64_t n) except -1:
     """Per-node arrays for n nodes; new marks are zero (never the current stamp)."""
     if s.cap_nodes >= n:
         return 0
-    cdef int64_t old = s.cap_nodes, cap
-    cap = old
-    s.mark = <int32_t*>grow(s.mark, &cap, n, sizeof(int32_t))
-    memset(s.mark + old, 0, (cap - old) * sizeof(int32_t))
-    cdef int64_t c2 = old
-    s.depth = <int32_t*>grow(s.depth, &c2, cap, sizeof(int32_t))
-    c2 = old
-    s.height = <int32_t*>grow(s.height, &c2, cap, sizeof(int32_t))
-    c2 = old
-    s.indeg = <int32_t*>grow(s.indeg, &c2, cap, sizeof(int32_t))
-    c2 = old
-    s.loc = <int32_t*>grow(s.loc, &c2, cap, sizeof(int32_t))
+    cdef int64_t cap = next_capacity(s.cap_nodes, n)
+    s.mark = <int32_t*>resize(s.mark, cap, sizeof(int32_t))
+    memset(s.mark + s.cap_nodes, 0, (cap - s.cap_nodes) * sizeof(int32_t))
+    s.depth = <int32_t*>resize(s.depth, cap, sizeof(int32_t))
+    s.height = <int32_t*>resize(s.height, cap, sizeof(int32_t))
+    s.indeg = <int32_t*>resize(s.indeg, cap, sizeof(int32_t))
+    s.loc = <int32_t*>resize(s.loc, cap, sizeof(int32_t))
     s.cap_nodes = cap
     return 0
 
@@ -168,22 +163,15 @@ cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t coun
 cdef int ensure_sigs(Sched* s, int64_t n_sigs, int64_t count) except -1:
     cdef int64_t cap, g
     if n_sigs + 1 > s.cap_sigs:
-        cap = s.cap_sigs
-        s.rd_at = <int32_t*>grow(s.rd_at, &cap, n_sigs + 1, sizeof(int32_t))
-        cap = s.cap_sigs
-        s.rd_n = <int32_t*>grow(s.rd_n, &cap, n_sigs + 1, sizeof(int32_t))
-        cap = s.cap_sigs
-        s.avg_depth = <double*>grow(s.avg_depth, &cap, n_sigs + 1, sizeof(double))
-        cap = s.cap_sigs
-        s.avg_height = <double*>grow(s.avg_height, &cap, n_sigs + 1, sizeof(double))
-        cap = s.cap_sigs
-        s.active = <int32_t*>grow(s.active, &cap, n_sigs + 1, sizeof(int32_t))
-        cap = s.cap_sigs
-        s.active_pos = <int32_t*>grow(s.active_pos, &cap, n_sigs + 1, sizeof(int32_t))
-        cap = s.cap_sigs
-        s.sig_stamp = <int32_t*>grow(s.sig_stamp, &cap, n_sigs + 1, sizeof(int32_t))
-        cap = s.cap_sigs
-        s.used = <int32_t*>grow(s.used, &cap, n_sigs + 1, sizeof(int32_t))
+        cap = next_capacity(s.cap_sigs, n_sigs + 1)
+        s.rd_at = <int32_t*>resize(s.rd_at, cap, sizeof(int32_t))
+        s.rd_n = <int32_t*>resize(s.rd_n, cap, sizeof(int32_t))
+        s.avg_depth = <double*>resize(s.avg_depth, cap, sizeof(double))
+        s.avg_height = <double*>resize(s.avg_height, cap, sizeof(double))
+        s.active = <int32_t*>resize(s.active, cap, sizeof(int32_t))
+        s.active_pos = <int32_t*>resize(s.active_pos, cap, sizeof(int32_t))
+        s.sig_stamp = <int32_t*>resize(s.sig_stamp, cap, sizeof(int32_t))
+        s.used = <int32_t*>resize(s.used, cap, sizeof(int32_t))
         for g in range(s.cap_sigs, cap):    # new signatures: not active, not used yet
             s.active_pos[g] = -1
             s.sig_stamp[g] = 0

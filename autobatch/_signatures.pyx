@@ -9,7 +9,7 @@ from libc.string cimport memcpy, memset
 
 from autobatch._nodes cimport Node, OpDef, arg_is_shared
 from autobatch._optable cimport op_table
-from autobatch._memory cimport grow
+from autobatch._memory cimport grow, next_capacity, resize
 from autobatch._nodes cimport arg_id
 
 cdef const OpDef* OPS = op_table()
@@ -121,16 +121,12 @@ cdef int32_t sig_intern(SigTable* t, const NodeView* v, int32_t i) except -1:
 
 cdef int grow_columns(SigTable* t, int64_t need) except -1:
     """Room for `need` signatures in every per-signature array."""
-    cdef int64_t cap = t.cap
-    t.key_at = <int64_t*>grow(t.key_at, &cap, need, sizeof(int64_t))
-    cap = t.cap
-    t.key_len = <int32_t*>grow(t.key_len, &cap, need, sizeof(int32_t))
-    cap = t.cap
-    t.hash = <uint64_t*>grow(t.hash, &cap, need, sizeof(uint64_t))
-    cap = t.cap
-    t.count = <int32_t*>grow(t.count, &cap, need, sizeof(int32_t))
-    cap = t.cap
-    t.first = <int32_t*>grow(t.first, &cap, need, sizeof(int32_t))
+    cdef int64_t cap = next_capacity(t.cap, need)
+    t.key_at = <int64_t*>resize(t.key_at, cap, sizeof(int64_t))
+    t.key_len = <int32_t*>resize(t.key_len, cap, sizeof(int32_t))
+    t.hash = <uint64_t*>resize(t.hash, cap, sizeof(uint64_t))
+    t.count = <int32_t*>resize(t.count, cap, sizeof(int32_t))
+    t.first = <int32_t*>resize(t.first, cap, sizeof(int32_t))
     t.cap = cap
     return 0
 
