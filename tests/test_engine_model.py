@@ -117,3 +117,19 @@ def test_recalculating_reuses_memory():
         assert y.value(recalculate=True) == first
     assert dy.cg().stats()["arena_capacity_bytes"] == capacity
     assert x.value() == [1.0] * 64                  # inputs survive recomputation
+
+
+def test_reset_random_seed_gives_the_same_numbers_under_every_strategy():
+    # dropout and noise draw by (graph seed, node, element), not in execution order
+    out = []
+    for strategy in STRATEGIES:
+        dy.reset_random_seed(7)
+        pc = dy.ParameterCollection()
+        W = pc.add_parameters((4, 4))
+        dy.renew_cg(strategy=strategy)
+        hs = [dy.dropout(dy.tanh(W * dy.inputVector(np.full(4, k + 1.0))), 0.5) for k in range(3)]
+        noisy = [dy.noise(h, 0.3) for h in hs]
+        out.append(np.concatenate([e.npvalue() for e in noisy] + [dy.random_normal(3).npvalue()]))
+    for o in out[1:]:
+        np.testing.assert_array_equal(o, out[0])
+    assert (out[0][:12] == 0).sum() > 0          # the masks drop something
