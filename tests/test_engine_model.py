@@ -129,7 +129,7 @@ def test_reset_random_seed_gives_the_same_numbers_under_every_strategy():
         dy.renew_cg(strategy=strategy)
         hs = [dy.dropout(dy.tanh(W * dy.inputVector(np.full(4, k + 1.0))), 0.5) for k in range(3)]
         noisy = [dy.noise(h, 0.3) for h in hs]
-        out.append(np.concatenate([e.npvalue() for e in noisy] + [dy.random_normal(3).npvalue()]))
+        out.append(np.concatenate([e.npvalue() for e in hs + noisy] + [dy.random_normal(3).npvalue()]))
     for o in out[1:]:
         np.testing.assert_array_equal(o, out[0])
     assert (out[0][:12] == 0).sum() > 0          # the masks drop something
