@@ -5,7 +5,7 @@
  * Binary: X, Y inputs, Z output. FWD computes Z; DX and DY are dZ/dX and dZ/dY.
  *
  * Each line expands into whole-array loop functions that GCC vectorises; the kernels
- * in _kernels.pyx call them once per node (or once per batch when the inputs are
+ * in _kernels_elementwise.pyx call them once per node (or once per batch when the inputs are
  * contiguous), so no function pointer is called per element. */
 #ifndef AUTOBATCH_ELEMENTWISE_H
 #define AUTOBATCH_ELEMENTWISE_H

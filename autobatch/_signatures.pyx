@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Signature interning. A signature is derived from the op record (_kernels.pxd):
+"""Signature interning. A signature is derived from the op record (_nodes.pxd):
 op id, arity, the node's full shape, all words of its typed attributes, and per
 argument either its node id (arguments the record shares by identity: the weights of
 a product) or its full shape (stacked arguments; so which of them broadcast is part
