@@ -130,8 +130,16 @@ cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t coun
                 if s.height[s.cons[q]] + 1 > d:
                     d = s.height[s.cons[q]] + 1
             s.height[s.needed[p]] = d
-    # per signature of the needed nodes (not per signature of the graph: a parser that
-    # reads a value at every step stays linear): counts, mean depth and height
+    prepare_signatures(s, v, count, heights)
+    return 0
+
+
+cdef void prepare_signatures(Sched* s, const NodeView* v, int64_t count, bint heights) noexcept nogil:
+    """Per signature of the needed nodes (not per signature of the graph: a parser that
+    reads a value at every step stays linear): where its ready list starts, and the
+    mean depth and height of its nodes; no signature is active yet."""
+    cdef int64_t p, g
+    cdef int32_t acc
     for p in range(s.n_active):             # a forward stopped by an error leaves some
         s.active_pos[s.active[p]] = -1
     s.n_active = 0
@@ -157,7 +165,6 @@ cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t coun
         s.avg_depth[g] /= s.rd_n[g]
         s.avg_height[g] /= s.rd_n[g]
         s.rd_n[g] = 0
-    return 0
 
 
 cdef int ensure_sigs(Sched* s, int64_t n_sigs, int64_t count) except -1:
