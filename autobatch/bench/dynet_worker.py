@@ -1,10 +1,13 @@
 """The DyNet baseline of the task benchmark, run by DyNet's interpreter in its own
 process (autobatch and DyNet are not imported into one process as ``dy``).
 
-    PYTHON_WITH_DYNET dynet_worker.py TASK HIDDEN SEED N_BATCHES BATCH_SIZE LR AUTOBATCH MEM
+    PYTHON_WITH_DYNET dynet_worker.py TASK HIDDEN SEED N_BATCHES BATCH_SIZE LR AUTOBATCH MEM [PARAMS.npz]
 
 It builds the same seeded data as the parent (``data.make``) and the ops variant of
-the task from ``tasks.py``, unchanged, with ``dy`` bound to DyNet. It does not import
+the task from ``tasks.py``, unchanged, with ``dy`` bound to DyNet. PARAMS.npz (plain
+arrays, loaded without pickle) gives it the parent's initial parameter values, ``p<k>``
+and ``l<k>`` in creation order (``parameters_list``/``lookup_parameters_list``, the
+same order in both libraries), so that both start from the same model. It does not import
 the autobatch package (its engine needs scipy, which the DyNet environment need not
 have): ``data.py`` and ``tasks.py`` are loaded from this directory by path.
 
@@ -47,8 +50,22 @@ def load_bench_modules():
     return mods["data"], mods["tasks"]
 
 
+def set_parameters(pc, path):
+    import numpy as np
+    with np.load(path, allow_pickle=False) as arrays:
+        for prefix, params in (("p", pc.parameters_list()), ("l", pc.lookup_parameters_list())):
+            for k, p in enumerate(params):
+                value = arrays[f"{prefix}{k}"]
+                if tuple(value.shape) != tuple(p.shape()):
+                    raise ValueError(f"{prefix}{k}: shape {value.shape}, the model has {p.shape()}")
+                if prefix == "p":
+                    p.set_value(value)
+                else:
+                    p.init_from_array(value)
+
+
 def main(argv):
-    task, hidden, seed, n_batches, batch_size, lr, autobatch, mem = argv
+    task, hidden, seed, n_batches, batch_size, lr, autobatch, mem = argv[:8]
     hidden, seed, n_batches, batch_size = int(hidden), int(seed), int(n_batches), int(batch_size)
     out = sys.stdout
     sys.stdout = sys.stderr                  # DyNet prints; keep the protocol clean
@@ -60,6 +77,8 @@ def main(argv):
     meta, instances = data.make(task, batch_size * n_batches, seed)
     batches = [instances[k * batch_size:(k + 1) * batch_size] for k in range(n_batches)]
     model = tasks.make(task, hidden, None, meta, "ops")
+    if len(argv) > 8:
+        set_parameters(model.pc, argv[8])
     trainer = dy.SimpleSGDTrainer(model.pc, float(lr))
 
     def send(obj):

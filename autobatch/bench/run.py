@@ -73,14 +73,16 @@ class DynetSystem:
     `python_exe`; `step` runs the next minibatch there, in order."""
     variant = "ops"
 
-    def __init__(self, python_exe, task, hidden, seed, batches, lr, autobatch=1, mem="2048"):
+    def __init__(self, python_exe, task, hidden, seed, batches, lr, autobatch=1, mem="2048",
+                 params=None):
+        """`params`: an .npz of initial values (export_parameters), or None for DyNet's own."""
         self.name = DYNET_NAMES[int(autobatch)]
         self.next = 0
         self.log = tempfile.TemporaryFile(mode="w+")
         bs = len(batches[0])
         self.proc = subprocess.Popen(
             [python_exe, dynet_worker.__file__, task, str(hidden), str(seed), str(len(batches)),
-             str(bs), str(lr), str(int(autobatch)), str(mem)],
+             str(bs), str(lr), str(int(autobatch)), str(mem)] + ([params] if params else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1)
         hello = self._read()
         if hello.get("checksum") != dynet_worker.checksum(batches):
@@ -117,6 +119,13 @@ class DynetSystem:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+
+
+def export_parameters(model, path):
+    """The initial values of a task model, for DyNet to start from (dynet_worker.py)."""
+    arrays = {f"p{k}": p.as_array() for k, p in enumerate(model.pc.parameters_list())}
+    arrays.update({f"l{k}": p.as_array() for k, p in enumerate(model.pc.lookup_parameters_list())})
+    np.savez(path, **arrays)
 
 
 def find_dynet_python(path=None):
@@ -195,23 +204,32 @@ def run_task(task, strategies, batch_size, hidden, steps, torch_modes, seed=0, l
         from autobatch.bench import torch_baselines as tb
         systems += [tb.System(task, m, hidden, seed, meta, lr) for m in torch_modes]
     workers = []
+    tmp = tempfile.TemporaryDirectory() if dynet else None
     try:
+        if dynet:
+            # DyNet starts from our ops variant's initial values: same model, same first loss
+            params = os.path.join(tmp.name, "params.npz")
+            export_parameters(tasks.make(task, hidden, seed, meta, "ops"), params)
         for ab in (dynet_autobatch if dynet else ()):
             if progress:
                 progress.show(f"{task} h={hidden} B={batch_size}: starting DyNet (autobatch={ab})")
-            workers.append(DynetSystem(dynet, task, hidden, seed, batches, lr, ab, dynet_mem))
+            workers.append(DynetSystem(dynet, task, hidden, seed, batches, lr, ab, dynet_mem,
+                                       params))
         systems += workers
         return _run_systems(task, systems, strategies, batches, batch_size, hidden, steps, seed,
                             meta, progress)
     finally:
         for w in workers:
             w.close()
+        if tmp:
+            tmp.cleanup()
 
 
 def _run_systems(task, systems, strategies, batches, batch_size, hidden, steps, seed, meta,
                  progress):
     flop_model = tasks.make(task, hidden, seed, meta)     # FLOPs are the same in every variant
-    rec = {key(s): {"seconds": [], "split": [], "info": [], "loss": None} for s in systems}
+    rec = {key(s): {"seconds": [], "split": [], "info": [], "loss": None, "losses": []}
+           for s in systems}
     lower_bounds = {}          # per variant: the graphs differ
     for k, batch in enumerate(batches):
         for s in systems:
@@ -223,6 +241,7 @@ def _run_systems(task, systems, strategies, batches, batch_size, hidden, steps, 
             out = s.step(batch)
             sec = time.perf_counter() - t0
             r = rec[key(s)]
+            r["losses"].append(float(out[0]))
             if k == 0:
                 r["loss"] = out[0]
                 continue
@@ -242,7 +261,7 @@ def _run_systems(task, systems, strategies, batches, batch_size, hidden, steps, 
         med = statistics.median(r["seconds"])
         row = {
             "task": task, "system": s.name, "variant": key(s)[1], "batch_size": batch_size, "hidden": hidden,
-            "steps": steps, "first_loss": r["loss"],
+            "steps": steps, "first_loss": r["loss"], "losses": r["losses"],
             "instances_per_s": batch_size / med, "median_step_s": med,
             "split_s": {key: statistics.median(sp.get(key, 0.0) for sp in r["split"])
                         for key in ("build", "schedule", "forward", "backward", "update")},

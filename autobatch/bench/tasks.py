@@ -244,7 +244,9 @@ class Parser(Task):
         xs = [self.E[w] for w in words]
         fs = self.fwd.initial_state().transduce(xs)
         bs = self.bwd.initial_state().transduce(xs[::-1])[::-1]
-        pad, root = self.pad.expr(), self.root.expr()
+        # Parameters used as Expressions (DyNet 2 style). Not .expr(): in DyNet that is
+        # a constant (update=False) and the pad and root vectors would not learn.
+        pad, root = self.pad, self.root
         # position -1 = missing, 0 = ROOT, i = word i
         hs = [root] + [dy.concatenate([f, b]) for f, b in zip(fs, bs)]
         losses = []
