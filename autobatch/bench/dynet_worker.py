@@ -1,7 +1,8 @@
 """The DyNet baseline of the task benchmark, run by DyNet's interpreter in its own
 process (autobatch and DyNet are not imported into one process as ``dy``).
 
-    PYTHON_WITH_DYNET dynet_worker.py TASK HIDDEN SEED N_BATCHES BATCH_SIZE LR AUTOBATCH MEM [PARAMS.npz]
+    PYTHON_WITH_DYNET dynet_worker.py TASK HIDDEN SEED N_BATCHES BATCH_SIZE LR AUTOBATCH
+        MEM [PARAMS.npz]
 
 It builds the same seeded data as the parent (``data.make``) and the ops variant of
 the task from ``tasks.py``, unchanged, with ``dy`` bound to DyNet. PARAMS.npz (plain

@@ -216,8 +216,8 @@ def run_task(task, strategies, batch_size, hidden, steps, torch_modes, seed=0, l
             workers.append(DynetSystem(dynet, task, hidden, seed, batches, lr, ab, dynet_mem,
                                        params))
         systems += workers
-        return _run_systems(task, systems, strategies, batches, batch_size, hidden, steps, seed,
-                            meta, progress)
+        return _run_systems(task, systems, batches, batch_size, hidden, steps, seed, meta,
+                            progress)
     finally:
         for w in workers:
             w.close()
@@ -225,8 +225,7 @@ def run_task(task, strategies, batch_size, hidden, steps, torch_modes, seed=0, l
             tmp.cleanup()
 
 
-def _run_systems(task, systems, strategies, batches, batch_size, hidden, steps, seed, meta,
-                 progress):
+def _run_systems(task, systems, batches, batch_size, hidden, steps, seed, meta, progress):
     flop_model = tasks.make(task, hidden, seed, meta)     # FLOPs are the same in every variant
     rec = {key(s): {"seconds": [], "split": [], "info": [], "loss": None, "losses": []}
            for s in systems}
