@@ -8,7 +8,14 @@ first minibatch is a warm-up; the figure is the median over the timed ones.
 A training step: renew the graph, one loss per instance from per-instance code
 (`tasks.py`), esum, forward, backward, trainer update.
 
+`--variant builder|ops|all`: the model variants of `tasks.py` (builder: our fused
+builders; ops: cells written with ops as DyNet users write them). `--dynet` adds
+DyNet itself on the ops variant, in a subprocess run by an interpreter that has the
+`dynet38` wheel (`--dynet-python`), on the same data, stepped in the same loop; its
+step time includes one pipe round trip (~0.1 ms).
+
     python -m autobatch.bench --task all --strategy all --json out.json --plot out.png
+    python -m autobatch.bench --task treelstm --variant all --dynet-python /path/to/venv/bin/python
 """
 import argparse
 import datetime
@@ -17,15 +24,18 @@ import os
 import platform
 import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 
 import autobatch as dy
-from autobatch.bench import blas, data, tasks
+from autobatch.bench import blas, data, dynet_worker, tasks
 
 TORCH_MODES = ("eager", "batched")
+DYNET_NAMES = {0: "dynet", 1: "dynet-agenda"}    # by DyNet's autobatch setting
 
 
 # ------------------------------------------------------------------ systems --
@@ -33,10 +43,11 @@ TORCH_MODES = ("eager", "batched")
 class AutobatchSystem:
     """A task model with its own parameters and trainer, run under one strategy."""
 
-    def __init__(self, task, strategy, hidden, seed, meta, lr):
+    def __init__(self, task, strategy, hidden, seed, meta, lr, variant="builder"):
         self.name = strategy
+        self.variant = variant
         self.strategy = strategy
-        self.task = tasks.make(task, hidden, seed, meta)
+        self.task = tasks.make(task, hidden, seed, meta, variant)
         self.trainer = dy.SimpleSGDTrainer(self.task.pc, lr)
 
     def step(self, batch):
@@ -55,6 +66,83 @@ class AutobatchSystem:
                 "arena_bytes": st["arena_bytes"] + st["grad_arena_bytes"],
                 "unbatched_nodes": st["unbatched_nodes"]}
         return float(value), split, info
+
+
+class DynetSystem:
+    """DyNet on the ops variant of a task, in a worker process (dynet_worker.py) run by
+    `python_exe`; `step` runs the next minibatch there, in order."""
+    variant = "ops"
+
+    def __init__(self, python_exe, task, hidden, seed, batches, lr, autobatch=1, mem="2048",
+                 params=None):
+        """`params`: an .npz of initial values (export_parameters), or None for DyNet's own."""
+        self.name = DYNET_NAMES[int(autobatch)]
+        self.next = 0
+        self.log = tempfile.TemporaryFile(mode="w+")
+        bs = len(batches[0])
+        self.proc = subprocess.Popen(
+            [python_exe, dynet_worker.__file__, task, str(hidden), str(seed), str(len(batches)),
+             str(bs), str(lr), str(int(autobatch)), str(mem)] + ([params] if params else []),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1)
+        hello = self._read()
+        if hello.get("checksum") != dynet_worker.checksum(batches):
+            self.close()
+            raise RuntimeError("DyNet worker: its minibatches differ from ours "
+                               "(data.make gave other data under its numpy?)")
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            self.log.seek(0)
+            raise RuntimeError(f"DyNet worker ended (exit {self.proc.returncode}):\n"
+                               + self.log.read()[-3000:])
+        return json.loads(line)
+
+    def step(self, batch):
+        self.proc.stdin.write(f"STEP {self.next}\n")
+        self.proc.stdin.flush()
+        self.next += 1
+        r = self._read()
+        return r["loss"], {k: r[k] for k in ("forward", "backward", "update")}
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("QUIT\n")
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def export_parameters(model, path):
+    """The initial values of a task model, for DyNet to start from (dynet_worker.py)."""
+    arrays = {f"p{k}": p.as_array() for k, p in enumerate(model.pc.parameters_list())}
+    arrays.update({f"l{k}": p.as_array() for k, p in enumerate(model.pc.lookup_parameters_list())})
+    np.savez(path, **arrays)
+
+
+def find_dynet_python(path=None):
+    """(interpreter, None) for an interpreter that imports dynet, else (None, why)."""
+    candidates = [path] if path else [sys.executable]
+    for exe in candidates:
+        try:
+            r = subprocess.run([exe, "-c", "import dynet_config, dynet"], capture_output=True,
+                               text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return None, f"{exe}: {e}"
+        if r.returncode == 0:
+            return exe, None
+        why = (r.stderr.strip().splitlines() or ["import failed"])[-1]
+    return None, (f"{candidates[0]} cannot import dynet ({why}); install the dynet38 wheel "
+                  "there (pip install dynet38, or autobatch[dynet]) or pass "
+                  "--dynet-python PATH of an interpreter that has it")
 
 
 def sgemm_gflops(n=2048, repeats=3):
@@ -99,27 +187,60 @@ class Progress:
         self.stream.flush()
 
 
+def key(s):
+    return (s.name, getattr(s, "variant", "-"))
+
+
 def run_task(task, strategies, batch_size, hidden, steps, torch_modes, seed=0, lr=0.1,
-             progress=None):
-    """Rows (one per system) for one task at one batch size and hidden size."""
+             progress=None, variants=("builder",), dynet=None, dynet_autobatch=(1,),
+             dynet_mem="2048"):
+    """Rows (one per system and variant) for one task at one batch size and hidden size.
+    `dynet`: an interpreter with DyNet, or None for no DyNet baseline."""
     meta, instances = data.make(task, batch_size * (steps + 1), seed)
     batches = [instances[k * batch_size:(k + 1) * batch_size] for k in range(steps + 1)]
-    systems = [AutobatchSystem(task, s, hidden, seed, meta, lr) for s in strategies]
+    systems = [AutobatchSystem(task, s, hidden, seed, meta, lr, v)
+               for v in variants for s in strategies]
     if torch_modes:
         from autobatch.bench import torch_baselines as tb
         systems += [tb.System(task, m, hidden, seed, meta, lr) for m in torch_modes]
-    flop_model = systems[0].task if strategies else tasks.make(task, hidden, seed, meta)
-    rec = {s.name: {"seconds": [], "split": [], "info": [], "loss": None} for s in systems}
-    lower_bounds = []
+    workers = []
+    tmp = tempfile.TemporaryDirectory() if dynet else None
+    try:
+        if dynet:
+            # DyNet starts from our ops variant's initial values: same model, same first loss
+            params = os.path.join(tmp.name, "params.npz")
+            export_parameters(tasks.make(task, hidden, seed, meta, "ops"), params)
+        for ab in (dynet_autobatch if dynet else ()):
+            if progress:
+                progress.show(f"{task} h={hidden} B={batch_size}: starting DyNet (autobatch={ab})")
+            workers.append(DynetSystem(dynet, task, hidden, seed, batches, lr, ab, dynet_mem,
+                                       params))
+        systems += workers
+        return _run_systems(task, systems, batches, batch_size, hidden, steps, seed, meta,
+                            progress)
+    finally:
+        for w in workers:
+            w.close()
+        if tmp:
+            tmp.cleanup()
+
+
+def _run_systems(task, systems, batches, batch_size, hidden, steps, seed, meta, progress):
+    flop_model = tasks.make(task, hidden, seed, meta)     # FLOPs are the same in every variant
+    rec = {key(s): {"seconds": [], "split": [], "info": [], "loss": None, "losses": []}
+           for s in systems}
+    lower_bounds = {}          # per variant: the graphs differ
     for k, batch in enumerate(batches):
         for s in systems:
             if progress:
                 progress.show(f"{task} h={hidden} B={batch_size}: "
-                              f"{'warm-up' if k == 0 else f'step {k}/{steps}'} {s.name}")
+                              f"{'warm-up' if k == 0 else f'step {k}/{steps}'} "
+                              f"{s.name}/{key(s)[1]}")
             t0 = time.perf_counter()
             out = s.step(batch)
             sec = time.perf_counter() - t0
-            r = rec[s.name]
+            r = rec[key(s)]
+            r["losses"].append(float(out[0]))
             if k == 0:
                 r["loss"] = out[0]
                 continue
@@ -127,17 +248,19 @@ def run_task(task, strategies, batch_size, hidden, steps, torch_modes, seed=0, l
             r["split"].append(out[1])
             if len(out) > 2:
                 r["info"].append(out[2])
-            if isinstance(s, AutobatchSystem) and len(lower_bounds) < k:
-                lower_bounds.append(dy.cg().batch_lower_bound()[0])
+            if isinstance(s, AutobatchSystem):
+                lb = lower_bounds.setdefault(s.variant, [])
+                if len(lb) < k:
+                    lb.append(dy.cg().batch_lower_bound()[0])
     flops = [sum(flop_model.flops(i) for i in b) for b in batches[1:]]
     rss = maxrss_mb()
     rows = []
     for s in systems:
-        r = rec[s.name]
+        r = rec[key(s)]
         med = statistics.median(r["seconds"])
         row = {
-            "task": task, "system": s.name, "batch_size": batch_size, "hidden": hidden,
-            "steps": steps, "first_loss": r["loss"],
+            "task": task, "system": s.name, "variant": key(s)[1], "batch_size": batch_size, "hidden": hidden,
+            "steps": steps, "first_loss": r["loss"], "losses": r["losses"],
             "instances_per_s": batch_size / med, "median_step_s": med,
             "split_s": {key: statistics.median(sp.get(key, 0.0) for sp in r["split"])
                         for key in ("build", "schedule", "forward", "backward", "update")},
@@ -147,32 +270,40 @@ def run_task(task, strategies, batch_size, hidden, steps, torch_modes, seed=0, l
         }
         if r["info"]:
             info = r["info"]
+            lbs = lower_bounds[s.variant]
             row.update({
                 "nodes_per_step": statistics.mean(i["nodes"] for i in info),
                 "batches_per_step": statistics.mean(i["batches"] for i in info),
-                "lower_bound_per_step": statistics.mean(lower_bounds),
+                "lower_bound_per_step": statistics.mean(lbs),
                 "batches_over_lower_bound": statistics.mean(
-                    i["batches"] / lb for i, lb in zip(info, lower_bounds)),
+                    i["batches"] / lb for i, lb in zip(info, lbs)),
                 "unbatched_nodes_per_step": statistics.mean(i["unbatched_nodes"] for i in info),
                 # memory of one step's graph: values plus its backward's gradients
                 "graph_mb": max(i["arena_bytes"] for i in info) / 2 ** 20,
             })
         rows.append(row)
-    for base in ("torch-batched", "torch-eager"):
+    for base in ("torch-batched", "torch-eager", "dynet-agenda", "dynet"):
         ref = next((r for r in rows if r["system"] == base), None)
         if ref:
             for r in rows:
                 r["vs_" + base] = r["instances_per_s"] / ref["instances_per_s"]
+    # ops variant / builder variant, per strategy
+    by = {(r["system"], r["variant"]): r for r in rows}
+    for r in rows:
+        b = by.get((r["system"], "builder"))
+        if r["variant"] == "ops" and b:
+            r["ops_vs_builder"] = r["instances_per_s"] / b["instances_per_s"]
     return rows
 
 
 def run(task_names, strategies, batch_sizes, hiddens, steps, torch_modes, seed=0, lr=0.1,
-        progress=None):
+        progress=None, variants=("builder",), dynet=None, dynet_autobatch=(1,), dynet_mem="2048"):
     rows = []
     for hidden in hiddens:
         for bs in batch_sizes:
             for t in task_names:
-                rows += run_task(t, strategies, bs, hidden, steps, torch_modes, seed, lr, progress)
+                rows += run_task(t, strategies, bs, hidden, steps, torch_modes, seed, lr, progress,
+                                 variants, dynet, dynet_autobatch, dynet_mem)
                 if progress:
                     progress.show(f"{t} h={hidden} B={bs}: done", final=True)
     return rows
@@ -181,9 +312,10 @@ def run(task_names, strategies, batch_sizes, hiddens, steps, torch_modes, seed=0
 # -------------------------------------------------------------------- output --
 
 def table(rows, sgemm, out=sys.stdout):
-    cols = ("task", "system", "B", "inst/s", "/torch-b", "/torch-e", "nodes", "batches",
-            "b/LB", "build", "sched", "fwd", "bwd", "upd", "GF/s", "%sgemm", "graphMB", "rssMB")
-    fmt = "{:<11s} {:<13s} {:>4s} {:>9s} {:>8s} {:>8s} {:>7s} {:>7s} {:>5s} " \
+    cols = ("task", "system", "var", "B", "inst/s", "/dynet", "ops/b", "/torch-b", "/torch-e",
+            "nodes", "batches", "b/LB", "build", "sched", "fwd", "bwd", "upd", "GF/s", "%sgemm",
+            "graphMB", "rssMB")
+    fmt = "{:<11s} {:<13s} {:<7s} {:>4s} {:>9s} {:>6s} {:>5s} {:>8s} {:>8s} {:>7s} {:>7s} {:>5s} " \
           "{:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>11s} {:>6s}"
     print(fmt.format(*cols), file=out)
 
@@ -192,14 +324,18 @@ def table(rows, sgemm, out=sys.stdout):
     for r in rows:
         sp = r["split_s"]
         print(fmt.format(
-            r["task"], r["system"], str(r["batch_size"]), f(r["instances_per_s"], ".1f"),
+            r["task"], r["system"], r.get("variant", "-"), str(r["batch_size"]),
+            f(r["instances_per_s"], ".1f"),
+            f(r.get("vs_dynet-agenda", r.get("vs_dynet")), ".2f"), f(r.get("ops_vs_builder"), ".2f"),
             f(r.get("vs_torch-batched"), ".2f"), f(r.get("vs_torch-eager"), ".2f"),
             f(r.get("nodes_per_step"), ".0f"), f(r.get("batches_per_step"), ".0f"),
             f(r.get("batches_over_lower_bound"), ".2f"),
             *(f(sp[k] * 1e3, ".1f") for k in ("build", "schedule", "forward", "backward", "update")),
             f(r["useful_gflops"], ".1f"), f(100 * r["useful_gflops"] / sgemm, ".0f"),
             f(r.get("graph_mb"), ".1f"), f(r["maxrss_mb_after_task"], ".0f")), file=out)
-    print("times in ms per step (medians); torch folds graph building into fwd; "
+    print("var = model variant (builder | ops; DyNet runs ops); /dynet = inst/s over DyNet's "
+          "(autobatch=1 if run, else 0) in the same run; ops/b = ops variant over builder variant, "
+          "same strategy; DyNet and torch fold graph building into fwd; "
           "b/LB = batches / lower bound; %sgemm = useful matmul FLOP rate / single-thread "
           f"sgemm rate ({sgemm:.1f} GFLOP/s); graphMB = one step's values + gradients in the "
           "engine's arenas; rssMB = ru_maxrss of the "
@@ -262,6 +398,17 @@ def main(argv=None, native_blas=False):
     ap.add_argument("--plot", help="write a plot here (needs matplotlib)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baselines")
     ap.add_argument("--torch", default="eager,batched", help="which PyTorch baselines (eager,batched)")
+    ap.add_argument("--variant", default="builder",
+                    help="model variant: builder (our fused builders), ops (cells written with "
+                         "ops, as DyNet users do) or all")
+    ap.add_argument("--dynet", action="store_true",
+                    help="DyNet as a baseline on the ops variant (needs --dynet-python, unless "
+                         "this interpreter has the dynet38 wheel)")
+    ap.add_argument("--dynet-python", metavar="PATH",
+                    help="an interpreter with DyNet (dynet38) for the DyNet baseline; implies --dynet")
+    ap.add_argument("--dynet-autobatch", default="1",
+                    help="DyNet's autobatch setting(s), comma list of 0 and 1 (1: agenda batching)")
+    ap.add_argument("--dynet-mem", default="2048", help="DyNet's memory pool in MB (dynet_config mem)")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
     ap.add_argument("--native-blas", action="store_true",
                     help="unset OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (handled at re-exec)")
@@ -283,6 +430,13 @@ def main(argv=None, native_blas=False):
         except ImportError:
             print("PyTorch is not installed: no baselines (pip install 'autobatch[bench]')", file=sys.stderr)
             torch_modes = []
+    variants = parse_list(a.variant, tasks.VARIANTS, "variant")
+    dynet_autobatch = [int(x) for x in parse_list(a.dynet_autobatch, ("0", "1"), "--dynet-autobatch")]
+    dynet = None
+    if a.dynet or a.dynet_python:
+        dynet, why = find_dynet_python(a.dynet_python)
+        if dynet is None:
+            print(f"DyNet baseline skipped: {why}", file=sys.stderr)
     if torch_modes:
         from autobatch.bench import torch_baselines  # noqa: F401  (sets torch to one thread)
     import scipy.linalg.blas  # noqa: F401  (load the engine's BLAS before describing it)
@@ -307,8 +461,12 @@ def main(argv=None, native_blas=False):
     sys.stdout.flush()
 
     progress = Progress(quiet=a.quiet)
+    if dynet:
+        meta["dynet"] = {"python": dynet, "autobatch": dynet_autobatch, "mem_mb": a.dynet_mem}
+        print(f"DyNet baseline: {dynet} (autobatch={','.join(map(str, dynet_autobatch))})")
+    meta["variants"] = variants
     rows = run(task_names, strategies, batch_sizes, hiddens, a.steps, torch_modes, a.seed, a.lr,
-               progress)
+               progress, variants, dynet, dynet_autobatch, a.dynet_mem)
     table(rows, sgemm)
     meta["rows"] = rows
     if a.json:

@@ -5,11 +5,37 @@ Expression per instance; the runner sums them, runs forward, backward and the
 trainer update. ``flops(instance)`` counts the useful matrix-multiply FLOPs of a
 training step on that instance: 2*rows*cols per matrix-vector product forward, and
 three times that for forward + the two backward products (dx, dW).
+
+Two variants (BENCHMARKS.md), chosen per model with ``variant=``:
+
+- ``builder``: recurrent cells from our builders, the Tree-LSTM from ``TreeLSTMBuilder``
+  (fused gate, cell and hidden nodes);
+- ``ops``: every cell a DyNet user writes out is written with ops as a DyNet tutorial
+  does (``dy.logistic(W * x + b)``, ``dy.cmult(i, u) + dy.cmult(f, c)``); LSTMs over
+  sequences stay ``LSTMBuilder``, as DyNet users use ``dy.LSTMBuilder``.
+
+What differs: only the Tree-LSTM's leaf and internal-node compositions
+(``TreeLSTM.leaf_ops``/``compose_ops``). The other tasks' per-token and per-step layers
+(the tagger's ``tanh(W[f;b]+b)``, the parser's relu MLP, every output layer) are plain
+ops (``affine_transform``, ``tanh``, ``rectify``, ``pickneglogsoftmax``) in both
+variants, and their LSTMs are builders in both, so for them the two variants build the
+same graph.
+
+The ops variant runs unchanged on DyNet: the DyNet baseline (``dynet_worker.py``)
+calls ``use(dynet)`` so that ``dy`` below is DyNet, and passes ``seed=None`` (DyNet
+seeds through ``dynet_config``). Nothing here may use ``dy`` at import time.
 """
 import autobatch as dy
 from autobatch.bench import data as D
 
 TASKS = ("tagger", "tagger-char", "treelstm", "parser", "lm")
+VARIANTS = ("builder", "ops")
+
+
+def use(module):
+    """Run the model code on `module` (``autobatch`` or ``dynet``)."""
+    global dy
+    dy = module
 
 
 def mv(rows, cols):
@@ -25,9 +51,12 @@ def lstm_flops(n, in_dim, hid):
 class Task:
     name = None
 
-    def __init__(self, hidden=256, seed=0, meta=None):
+    def __init__(self, hidden=256, seed=0, meta=None, variant="builder"):
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r} (choose from {', '.join(VARIANTS)})")
         self.H = hidden
-        self.pc = dy.ParameterCollection(seed=seed)
+        self.variant = variant
+        self.pc = dy.ParameterCollection() if seed is None else dy.ParameterCollection(seed=seed)
         self.meta = meta
         self.build()
 
@@ -107,21 +136,80 @@ class TaggerChar(Tagger):
 
 
 class TreeLSTM(Task):
-    """Binary Tree-LSTM over a bracketed sentence, 5-way softmax loss at the root."""
+    """Binary Tree-LSTM over a bracketed sentence, 5-way softmax loss at the root.
+
+    builder: ``TreeLSTMBuilder`` (one stacked product and fused gate/cell/hidden nodes
+    per tree node). ops: the same equations (Tai et al.) written out as the DyNet
+    Tree-LSTM example does, one matrix and bias per gate: leaf i, o, u from the word
+    vector; internal node i, f_left, f_right, o, u from [h_l; h_r]."""
     name = "treelstm"
     vocab = 20000
+    LEAF_GATES = ("i", "o", "u")
+    NODE_GATES = ("i", "fl", "fr", "o", "u")
 
     def build(self):
         H, pc = self.H, self.pc
         self.E = pc.add_lookup_parameters((self.vocab, H))
-        self.tree = dy.TreeLSTMBuilder(H, H, pc)
+        if self.variant == "builder":
+            self.tree = dy.TreeLSTMBuilder(H, H, pc)
+        else:
+            self.W_leaf = {g: pc.add_parameters((H, H)) for g in self.LEAF_GATES}
+            self.b_leaf = {g: pc.add_parameters(H, init=0.0) for g in self.LEAF_GATES}
+            self.U = {g: pc.add_parameters((H, 2 * H)) for g in self.NODE_GATES}
+            self.b = {g: pc.add_parameters(H, init=0.0) for g in self.NODE_GATES}
         self.O = pc.add_parameters((D.N_TAGS, H))
         self.bo = pc.add_parameters(D.N_TAGS, init=0.0)
 
+    # -- the ops variant: as a DyNet user writes it
+    def leaf_ops(self, x):
+        W, b = self.W_leaf, self.b_leaf
+        i = dy.logistic(W["i"] * x + b["i"])
+        o = dy.logistic(W["o"] * x + b["o"])
+        u = dy.tanh(W["u"] * x + b["u"])
+        c = dy.cmult(i, u)
+        return dy.cmult(o, dy.tanh(c)), c
+
+    def compose_ops(self, left, right):
+        (h_l, c_l), (h_r, c_r) = left, right
+        U, b = self.U, self.b
+        x = dy.concatenate([h_l, h_r])
+        i = dy.logistic(U["i"] * x + b["i"])
+        f_l = dy.logistic(U["fl"] * x + b["fl"])
+        f_r = dy.logistic(U["fr"] * x + b["fr"])
+        o = dy.logistic(U["o"] * x + b["o"])
+        u = dy.tanh(U["u"] * x + b["u"])
+        c = dy.cmult(i, u) + dy.cmult(f_l, c_l) + dy.cmult(f_r, c_r)
+        return dy.cmult(o, dy.tanh(c)), c
+
+    def expr_for_tree_ops(self, tree):
+        if isinstance(tree, tuple):
+            return self.compose_ops(self.expr_for_tree_ops(tree[0]),
+                                    self.expr_for_tree_ops(tree[1]))
+        return self.leaf_ops(self.E[tree])
+
     def loss(self, inst):
         tree, label = inst
-        root = self.tree.expr_for_tree(tree, lambda w: self.E[w])
-        return dy.pickneglogsoftmax(dy.affine_transform([self.bo, self.O, root.h]), label)
+        if self.variant == "builder":
+            h = self.tree.expr_for_tree(tree, lambda w: self.E[w]).h
+        else:
+            h = self.expr_for_tree_ops(tree)[0]
+        return dy.pickneglogsoftmax(dy.affine_transform([self.bo, self.O, h]), label)
+
+    def copy_builder_parameters(self, builder_task):
+        """Give this ops-variant model the values of a builder-variant one (the gate
+        rows of the builder's stacked matrices), so that both compute the same loss."""
+        H, src = self.H, builder_task
+        self.E.init_from_array(src.E.as_array())
+        W, bl = src.tree.W_leaf.as_array(), src.tree.b_leaf.as_array()
+        for k, g in enumerate(self.LEAF_GATES):
+            self.W_leaf[g].set_value(W[k * H:(k + 1) * H])
+            self.b_leaf[g].set_value(bl[k * H:(k + 1) * H])
+        U, b = src.tree.U.as_array(), src.tree.b.as_array()
+        for k, g in enumerate(self.NODE_GATES):
+            self.U[g].set_value(U[k * H:(k + 1) * H])
+            self.b[g].set_value(b[k * H:(k + 1) * H])
+        self.O.set_value(src.O.as_array())
+        self.bo.set_value(src.bo.as_array())
 
     def flops(self, inst):
         n, H = count_leaves(inst[0]), self.H
@@ -156,7 +244,9 @@ class Parser(Task):
         xs = [self.E[w] for w in words]
         fs = self.fwd.initial_state().transduce(xs)
         bs = self.bwd.initial_state().transduce(xs[::-1])[::-1]
-        pad, root = dy.parameter(self.pad), dy.parameter(self.root)
+        # Parameters used as Expressions (DyNet 2 style). Not .expr(): in DyNet that is
+        # a constant (update=False) and the pad and root vectors would not learn.
+        pad, root = self.pad, self.root
         # position -1 = missing, 0 = ROOT, i = word i
         hs = [root] + [dy.concatenate([f, b]) for f, b in zip(fs, bs)]
         losses = []
@@ -198,5 +288,5 @@ class LM(Task):
 CLASSES = {c.name: c for c in (Tagger, TaggerChar, TreeLSTM, Parser, LM)}
 
 
-def make(task, hidden=256, seed=0, meta=None):
-    return CLASSES[task](hidden, seed, meta)
+def make(task, hidden=256, seed=0, meta=None, variant="builder"):
+    return CLASSES[task](hidden, seed, meta, variant)
