@@ -1,0 +1,114 @@
+"""The program that tests/test_distributed.py runs under `mpiexec -n 2` (and imports for
+its one-process reference): a small tagger (a lookup table, an LSTM, an output layer)
+trained for a few steps with `autobatch.distributed`.
+
+    python distributed_worker.py OUT_DIR train       every config of CONFIGS, results in OUT_DIR
+    python distributed_worker.py OUT_DIR raise       rank 1 raises in its third step
+    python distributed_worker.py OUT_DIR short       rank 1 stops one step early (timeout 3 s)
+"""
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+import autobatch as dy
+from autobatch import distributed as dist
+
+VOCAB, USED_WORDS, TAGS, DIM, HIDDEN = 60, 40, 4, 6, 8
+BATCH, STEPS, SEED = 8, 4, 7          # BATCH: the global minibatch, split over the ranks
+
+# trainer, how gradients combine, strategy, sparse lookup updates, clipping threshold
+CONFIGS = {
+    "adam-sum-agenda": dict(trainer="adam", reduce="sum", strategy="agenda", sparse=True, clip=1.0),
+    "sgd-mean-depth": dict(trainer="sgd", reduce="mean", strategy="depth", sparse=False, clip=0.5),
+    "momentum-sum-none": dict(trainer="momentum", reduce="sum", strategy="none", sparse=True, clip=0),
+}
+TRAINERS = {"adam": (dy.AdamTrainer, 0.01), "sgd": (dy.SimpleSGDTrainer, 0.1),
+            "momentum": (dy.MomentumSGDTrainer, 0.05)}
+
+
+def corpus(n=BATCH * STEPS, seed=0):
+    """Sentences of 1-7 (word, tag) ids; words above USED_WORDS never occur, so their
+    rows of the lookup table must never change."""
+    rng = np.random.default_rng(seed)
+    return [(rng.integers(0, USED_WORDS, size=k).tolist(), rng.integers(0, TAGS, size=k).tolist())
+            for k in rng.integers(1, 8, size=n)]
+
+
+class Model:
+    def __init__(self, seed):
+        self.pc = dy.ParameterCollection(seed=seed)
+        self.E = self.pc.add_lookup_parameters((VOCAB, DIM))
+        self.lstm = dy.LSTMBuilder(1, DIM, HIDDEN, self.pc)
+        self.W = self.pc.add_parameters((TAGS, HIDDEN))
+        self.b = self.pc.add_parameters(TAGS)
+
+    def loss(self, words, tags):
+        hs = self.lstm.initial_state().transduce([self.E[w] for w in words])
+        return dy.esum([dy.pickneglogsoftmax(dy.affine_transform([self.b, self.W, h]), t)
+                        for h, t in zip(hs, tags)])
+
+    def values(self):
+        """{name: values}; names without "/" so that they can be keys of an .npz file."""
+        return {p.name().strip("/").replace("/", "."): p.as_array()
+                for p in self.pc.parameters_list() + self.pc.lookup_parameters_list()}
+
+
+def make_trainer(cfg, pc):
+    cls, lr = TRAINERS[cfg["trainer"]]
+    trainer = cls(pc, lr)
+    trainer.set_clip_threshold(cfg["clip"])
+    trainer.set_sparse_updates(cfg["sparse"])
+    return trainer
+
+
+def step(model, trainer, batch, cfg):
+    """One training step on `batch`: summed losses, or for reduce="mean" their mean."""
+    dy.renew_cg(strategy=cfg["strategy"])
+    loss = dy.esum([model.loss(w, t) for w, t in batch])
+    if cfg["reduce"] == "mean":
+        loss = loss / len(batch)
+    value = loss.value()
+    loss.backward()
+    trainer.update()
+    return value
+
+
+def train_distributed(cfg, data, fault=None):
+    """STEPS steps with per-rank minibatch BATCH / size(); every rank starts from its own
+    random values, so only broadcast_parameters makes them agree."""
+    model = Model(seed=SEED + 100 * dist.rank())
+    dist.broadcast_parameters(model.pc)
+    trainer = dist.DistributedTrainer(make_trainer(cfg, model.pc), reduce=cfg["reduce"])
+    per_rank = BATCH // dist.size()
+    mine = dist.shard(data, epoch=0, seed=SEED)
+    steps = STEPS - 1 if fault == "short" and dist.rank() == 1 else STEPS
+    sent, used = [], []
+    for s in range(steps):
+        if fault == "raise" and dist.rank() == 1 and s == 2:
+            raise ValueError("injected fault on purpose")
+        batch = mine[s * per_rank:(s + 1) * per_rank]
+        used.append(len({w for words, _ in batch for w in words}))
+        step(model, trainer, batch, cfg)
+        sent.append(trainer.last_step.get("sparse_rows_sent", 0))
+    return model, trainer, {"shard": mine[:steps * per_rank], "rows_sent": sent, "rows_used": used}
+
+
+def main(out, mode):
+    dist.init(timeout=3 if mode == "short" else 60)
+    data = corpus()
+    if mode in ("raise", "short"):
+        train_distributed(CONFIGS["adam-sum-agenda"], data, fault=mode)
+        return
+    for name, cfg in CONFIGS.items():
+        model, trainer, info = train_distributed(cfg, data)
+        r = dist.rank()
+        np.savez(out / f"{name}-rank{r}.npz", **model.values())
+        info["last_step"] = trainer.last_step
+        info["size"] = dist.size()
+        (out / f"{name}-rank{r}.json").write_text(json.dumps(info))
+
+
+if __name__ == "__main__":
+    main(pathlib.Path(sys.argv[1]), sys.argv[2])

@@ -1,0 +1,167 @@
+"""autobatch.distributed: one process without mpiexec, and real two-rank runs.
+
+The two-rank tests launch `mpiexec -n 2 python tests/distributed_worker.py` in a
+subprocess with a timeout. mpi4py and the mpich wheel (which provides mpiexec) are in
+the test extra, so they run wherever the README's test command was used; elsewhere they
+are skipped with the reason, and under CI (CI=true) a missing mpiexec is a failure.
+"""
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import autobatch as dy
+from autobatch import distributed as dist
+
+HERE = pathlib.Path(__file__).resolve().parent
+LAUNCH_TIMEOUT = 120        # seconds for one mpiexec run; the runs take about 1-5 s
+
+
+def load_worker():
+    spec = importlib.util.spec_from_file_location("distributed_worker", HERE / "distributed_worker.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+worker = load_worker()
+
+
+def mpiexec():
+    path = dist.find_mpiexec()
+    mpi4py = importlib.util.find_spec("mpi4py") is not None
+    if path and mpi4py:
+        return path
+    missing = "mpiexec" if not path else "mpi4py"
+    reason = f"{missing} is not installed: pip install '.[test]' (or 'autobatch[mpi]') brings mpi4py and mpich"
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI installs the test extra, so this is a broken install")
+    pytest.skip(reason)
+
+
+def launch(out, mode, n=2):
+    """Run the worker on n ranks, from `out` (outside the source tree) with this
+    test's autobatch on the path; returns (CompletedProcess, seconds)."""
+    package_root = pathlib.Path(dy.__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(package_root)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    cmd = [mpiexec(), "-n", str(n), sys.executable, str(HERE / "distributed_worker.py"), str(out), mode]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=out, env=env, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT)
+    return proc, time.monotonic() - t0
+
+
+# ---------------------------------------------------------- one process ----
+
+def test_one_process_without_mpiexec():
+    assert dist.init() == 1
+    assert (dist.rank(), dist.size(), dist.is_main()) == (0, 1, True)
+    dist.barrier()
+    assert dist.allreduce_mean(2.5) == 2.5
+    np.testing.assert_array_equal(dist.allreduce_mean(np.array([1.0, 3.0]), weight=4), [1.0, 3.0])
+
+
+def test_shard_of_one_process_is_the_seeded_permutation():
+    data = list(range(50))
+    assert dist.shard(data, epoch=3, seed=9) == np.random.default_rng([9, 3]).permutation(50).tolist()
+    assert dist.shard(data, epoch=3, seed=9) == dist.shard(data, epoch=3, seed=9)
+    assert dist.shard(data, epoch=4, seed=9) != dist.shard(data, epoch=3, seed=9)
+    assert dist.shard(data, shuffle=False) == data
+
+
+def test_wrapped_trainer_of_one_process_is_the_trainer():
+    data = worker.corpus(8)
+    cfg = worker.CONFIGS["adam-sum-agenda"]
+    plain, wrapped = worker.Model(seed=1), worker.Model(seed=1)
+    t_plain = worker.make_trainer(cfg, plain.pc)
+    t_wrapped = dist.wrap(worker.make_trainer(cfg, wrapped.pc), reduce="sum")
+    for model, trainer in ((plain, t_plain), (wrapped, t_wrapped)):
+        worker.step(model, trainer, data, cfg)
+    for name, value in plain.values().items():
+        np.testing.assert_array_equal(wrapped.values()[name], value, err_msg=name)
+    t_wrapped.learning_rate = 0.5                 # settings are the wrapped trainer's
+    assert t_wrapped.trainer.learning_rate == 0.5 and t_wrapped.updates == 1
+
+
+def test_wrapper_rejects_an_unknown_reduction():
+    with pytest.raises(ValueError, match="reduce must be 'mean' or 'sum'"):
+        dist.DistributedTrainer(dy.SimpleSGDTrainer(dy.ParameterCollection()), reduce="max")
+
+
+# -------------------------------------------------------------- two ranks ----
+
+@pytest.fixture(scope="module")
+def two_rank_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("two_ranks")
+    proc, _ = launch(out, "train")
+    assert proc.returncode == 0, f"mpiexec failed:\n{proc.stdout}\n{proc.stderr}"
+    return out
+
+
+def reference(cfg, data):
+    """One process, the plain trainer, minibatch BATCH, the permutation shard() uses."""
+    model = worker.Model(seed=worker.SEED)
+    initial = model.values()
+    trainer = worker.make_trainer(cfg, model.pc)
+    order = dist.shard(data, epoch=0, seed=worker.SEED)          # size 1: the whole permutation
+    for s in range(worker.STEPS):
+        worker.step(model, trainer, order[s * worker.BATCH:(s + 1) * worker.BATCH], cfg)
+    return initial, model.values(), trainer
+
+
+@pytest.mark.parametrize("config", sorted(worker.CONFIGS))
+def test_two_ranks_with_half_minibatches_match_one_process(two_rank_run, config):
+    cfg = worker.CONFIGS[config]
+    ranks = [np.load(two_rank_run / f"{config}-rank{r}.npz") for r in range(2)]
+    initial, expected, trainer = reference(cfg, worker.corpus())
+    if cfg["clip"]:
+        assert trainer.clips > 0, "the test should exercise clipping on the global norm"
+    for name, want in expected.items():
+        for r in range(2):
+            got = ranks[r][name]
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{config} rank {r} {name}")
+        np.testing.assert_array_equal(ranks[0][name], ranks[1][name], err_msg="ranks differ: " + name)
+        moved = np.abs(want - initial[name]).max()
+        assert moved > 1e-4, f"{config}: {name} moved only {moved} in {worker.STEPS} steps"
+
+
+def test_sparse_updates_send_and_change_only_touched_rows(two_rank_run):
+    config = "adam-sum-agenda"
+    E_name = worker.Model(seed=0).E.name().strip("/")
+    initial = worker.Model(seed=worker.SEED).values()[E_name]
+    for r in range(2):
+        info = json.loads((two_rank_run / f"{config}-rank{r}.json").read_text())
+        assert info["size"] == 2
+        assert info["rows_sent"] == info["rows_used"]              # each rank sends its rows only
+        E = np.load(two_rank_run / f"{config}-rank{r}.npz")[E_name]
+        np.testing.assert_array_equal(E[worker.USED_WORDS:], initial[worker.USED_WORDS:])
+        assert info["last_step"]["dense_bytes"] > 0 and info["last_step"]["collectives"] == 4
+
+
+def test_shards_interleave_into_the_one_process_order(two_rank_run):
+    data = worker.corpus()
+    shards = [json.loads((two_rank_run / f"adam-sum-agenda-rank{r}.json").read_text())["shard"]
+              for r in range(2)]
+    order = [[list(w), list(t)] for w, t in dist.shard(data, epoch=0, seed=worker.SEED)]
+    assert [x for pair in zip(*shards) for x in pair] == order
+
+
+def test_an_exception_on_one_rank_aborts_the_job(tmp_path):
+    proc, seconds = launch(tmp_path, "raise")
+    assert proc.returncode != 0
+    assert "ValueError: injected fault on purpose" in proc.stderr
+    assert "autobatch.distributed: rank 1 of 2: failed with ValueError" in proc.stderr, proc.stderr
+    assert seconds < 60
+
+
+def test_a_rank_that_stops_early_is_caught_by_the_timeout(tmp_path):
+    proc, seconds = launch(tmp_path, "short")
+    assert proc.returncode != 0
+    assert "rank 0 of 2: waited more than 3 s in Allreduce" in proc.stderr, proc.stderr
+    assert seconds < 60
