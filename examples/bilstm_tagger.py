@@ -26,6 +26,7 @@ import random
 import sys
 import time
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -192,8 +193,8 @@ def make_trainer(name, pc, lr=None):
     return cls(pc, default_lr if lr is None else lr)
 
 
-def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arg_parser(description=__doc__):
+    ap = argparse.ArgumentParser(description=description.split("\n\n")[0])
     ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=32)
@@ -211,11 +212,15 @@ def parse_args(argv):
     ap.add_argument("--n-train", type=int, default=1500, help="synthetic training sentences")
     ap.add_argument("--n-dev", type=int, default=200, help="synthetic held-out sentences")
     ap.add_argument("--seed", type=int, default=1)
-    return ap.parse_args(argv)
+    return ap
 
 
-def main(argv=None):
-    args = parse_args(argv)
+def parse_args(argv):
+    return arg_parser().parse_args(argv)
+
+
+def load_data(args):
+    """Training and held-out sentences as (token ids, tag ids), and their vocabularies."""
     if args.train:
         train_raw = read_conll(args.train)
         dev_raw = read_conll(args.dev) if args.dev else train_raw[-len(train_raw) // 10:]
@@ -234,7 +239,23 @@ def main(argv=None):
         return words[w]
 
     encode = lambda sent: ([token(w) for w, _ in sent], [tags[t] for _, t in sent])
-    train, dev = [encode(s) for s in train_raw], [encode(s) for s in dev_raw]
+    return SimpleNamespace(train=[encode(s) for s in train_raw], dev=[encode(s) for s in dev_raw],
+                           dev_raw=dev_raw, words=words, tags=tags, chars=chars, counts=counts)
+
+
+def build_model(args, d):
+    """The collection, the tagger and its trainer (seeded by --seed)."""
+    pc = dy.ParameterCollection(seed=args.seed)
+    tagger = Tagger(pc, len(d.words), len(d.tags), args.word_dim, args.hidden,
+                    n_chars=len(d.chars) if d.chars is not None else 0, char_dim=args.char_dim)
+    return pc, tagger, make_trainer(args.trainer, pc, args.lr)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    d = load_data(args)
+    train, dev, dev_raw, words, tags, chars, counts = (
+        d.train, d.dev, d.dev_raw, d.words, d.tags, d.chars, d.counts)
     n_tokens = sum(len(w) for w, _ in train)
     print(f"train: {len(train)} sentences, {n_tokens} tokens; dev: {len(dev)} sentences; "
           f"{len(words)} words, {len(tags)} tags; strategy {args.strategy!r}")
@@ -244,10 +265,7 @@ def main(argv=None):
               f"({sum(c < args.rare for c in counts.values())} of {len(counts)} word types, "
               f"{spelled} of {n_tokens} training tokens) are spelled out")
 
-    pc = dy.ParameterCollection(seed=args.seed)
-    tagger = Tagger(pc, len(words), len(tags), args.word_dim, args.hidden,
-                    n_chars=len(chars) if chars is not None else 0, char_dim=args.char_dim)
-    trainer = make_trainer(args.trainer, pc, args.lr)
+    pc, tagger, trainer = build_model(args, d)
     order = random.Random(args.seed)
 
     losses, step_times = [], []

@@ -2,7 +2,8 @@
 its one-process reference): a small tagger (a lookup table, an LSTM, an output layer)
 trained for a few steps with `autobatch.distributed`.
 
-    python distributed_worker.py OUT_DIR train       every config of CONFIGS, results in OUT_DIR
+    python distributed_worker.py OUT_DIR train       every config of CONFIGS, results in OUT_DIR;
+                                                     then save on rank 0, load on all
     python distributed_worker.py OUT_DIR raise       rank 1 raises in its third step
     python distributed_worker.py OUT_DIR short       rank 1 stops one step early (timeout 3 s)
 """
@@ -108,6 +109,11 @@ def main(out, mode):
         info["last_step"] = trainer.last_step
         info["size"] = dist.size()
         (out / f"{name}-rank{r}.json").write_text(json.dumps(info))
+    # rank 0 saves its model; every rank loads the file into a new collection
+    dist.save(str(out / "model"), [Model(seed=SEED + 100 * dist.rank()).pc])
+    loaded = dist.load(str(out / "model"), dy.ParameterCollection())[0]
+    arrays = [p.as_array() for p in loaded.parameters_list() + loaded.lookup_parameters_list()]
+    np.savez(out / f"loaded-rank{dist.rank()}.npz", *arrays)
 
 
 if __name__ == "__main__":

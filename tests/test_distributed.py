@@ -45,13 +45,16 @@ def mpiexec():
     pytest.skip(reason)
 
 
-def launch(out, mode, n=2):
-    """Run the worker on n ranks, from `out` (outside the source tree) with this
-    test's autobatch on the path; returns (CompletedProcess, seconds)."""
+def launch(out, args, n=2, script=HERE / "distributed_worker.py"):
+    """Run `script` with `args` (the worker: its output directory and a mode) on n
+    ranks, from `out` (outside the source tree) with this test's autobatch on the path;
+    returns (CompletedProcess, seconds)."""
     package_root = pathlib.Path(dy.__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(package_root)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    cmd = [mpiexec(), "-n", str(n), sys.executable, str(HERE / "distributed_worker.py"), str(out), mode]
+    if isinstance(args, str):
+        args = [str(out), args]
+    cmd = [mpiexec(), "-n", str(n), sys.executable, str(script)] + args
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=out, env=env, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT)
     return proc, time.monotonic() - t0
@@ -150,6 +153,32 @@ def test_shards_interleave_into_the_one_process_order(two_rank_run):
               for r in range(2)]
     order = [[list(w), list(t)] for w, t in dist.shard(data, epoch=0, seed=worker.SEED)]
     assert [x for pair in zip(*shards) for x in pair] == order
+
+
+def test_saved_by_rank_0_and_loaded_by_all(two_rank_run):
+    expected = list(worker.Model(seed=worker.SEED).values().values())     # rank 0's model
+    for r in range(2):
+        loaded = np.load(two_rank_run / f"loaded-rank{r}.npz")
+        assert len(loaded.files) == len(expected)
+        for i, want in enumerate(expected):
+            np.testing.assert_array_equal(loaded[f"arr_{i}"], want)
+
+
+def test_distributed_tagger_example_trains_as_one_process(tmp_path):
+    example = HERE.parent / "examples" / "distributed_tagger.py"
+    args = ["--epochs", "2", "--n-train", "64", "--n-dev", "16", "--batch-size", "16",
+            "--hidden", "16", "--word-dim", "16"]
+    proc, _ = launch(tmp_path, args, script=example)
+    assert proc.returncode == 0, proc.stderr
+    spec = importlib.util.spec_from_file_location("distributed_tagger", example)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    one = module.main(args)                                               # this process: size 1
+    lines = proc.stdout.splitlines()
+    two = [float(line.split("loss per token ")[1].split()[0]) for line in lines if line.startswith("epoch")]
+    assert two == pytest.approx(one["losses"], abs=2e-4), proc.stdout       # printed to 4 decimals
+    assert f"held-out tag accuracy: {one['accuracy']:.3f}" in lines, proc.stdout
+    assert one["losses"][-1] < one["losses"][0]
 
 
 def test_an_exception_on_one_rank_aborts_the_job(tmp_path):
