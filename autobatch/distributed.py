@@ -268,19 +268,27 @@ def broadcast_parameters(pc, root=0, bucket_mb=64):
             np.copyto(a, view)
 
 
+def allreduce(value, op="sum"):
+    """`value` (a number or an array) combined over all ranks: op "sum", "max" or "min"."""
+    v = np.asarray(value, dtype=np.float64)
+    if op not in ("sum", "max", "min"):
+        raise ValueError(f"allreduce: op must be 'sum', 'max' or 'min', got {op!r}")
+    if size() > 1:
+        v = v.copy()
+        with _collective(f"Allreduce ({op}) of a value"):
+            _comm.Allreduce(_MPI.IN_PLACE, v, op={"sum": _MPI.SUM, "max": _MPI.MAX, "min": _MPI.MIN}[op])
+    return float(v) if v.ndim == 0 else v.copy()
+
+
 def allreduce_mean(value, weight=1.0):
     """The mean of `value` (a number or an array) over all ranks, weighted by `weight`:
     ``sum(value_r * weight_r) / sum(weight_r)``. For a metric over shards of different
     sizes, pass the shard's size (tokens, sentences) as the weight."""
     v = np.asarray(value, dtype=np.float64)
-    if size() == 1:
-        return float(v) if v.ndim == 0 else v.copy()
-    buf = np.append(v.ravel() * float(weight), float(weight))
-    with _collective("Allreduce of a metric"):
-        _comm.Allreduce(_MPI.IN_PLACE, buf, op=_MPI.SUM)
-    if buf[-1] == 0:
+    total = allreduce(np.append(v.ravel() * float(weight), float(weight)))
+    if total[-1] == 0:
         raise ZeroDivisionError("allreduce_mean: the weights of all ranks sum to 0")
-    mean = buf[:-1] / buf[-1]
+    mean = total[:-1] / total[-1]
     return float(mean[0]) if v.ndim == 0 else mean.reshape(v.shape)
 
 

@@ -108,6 +108,8 @@ def main(out, mode):
         np.savez(out / f"{name}-rank{r}.npz", **model.values())
         info["last_step"] = trainer.last_step
         info["size"] = dist.size()
+        info["reduced"] = [dist.allreduce(r + 1, "sum"), dist.allreduce(r + 1, "max"),
+                           dist.allreduce(r + 1, "min"), dist.allreduce_mean(r, weight=r + 1)]
         (out / f"{name}-rank{r}.json").write_text(json.dumps(info))
     # rank 0 saves its model; every rank loads the file into a new collection
     dist.save(str(out / "model"), [Model(seed=SEED + 100 * dist.rank()).pc])

@@ -141,6 +141,7 @@ def test_sparse_updates_send_and_change_only_touched_rows(two_rank_run):
     for r in range(2):
         info = json.loads((two_rank_run / f"{config}-rank{r}.json").read_text())
         assert info["size"] == 2
+        assert info["reduced"] == pytest.approx([3, 2, 1, 2 / 3])   # sum, max, min, weighted mean
         assert info["rows_sent"] == info["rows_used"]              # each rank sends its rows only
         E = np.load(two_rank_run / f"{config}-rank{r}.npz")[E_name]
         np.testing.assert_array_equal(E[worker.USED_WORDS:], initial[worker.USED_WORDS:])
@@ -194,3 +195,19 @@ def test_a_rank_that_stops_early_is_caught_by_the_timeout(tmp_path):
     assert proc.returncode != 0
     assert "rank 0 of 2: waited more than 3 s in Allreduce" in proc.stderr, proc.stderr
     assert seconds < 60
+
+
+def test_scaling_bench_runs_every_setup_on_the_same_data(capsys):
+    mpiexec()                                              # skips (or fails under CI) without MPI
+    from autobatch.bench import scaling
+    rows = scaling.main(["--task", "tagger,treelstm", "--batch-size", "4", "--hidden", "8",
+                         "--steps", "1", "--rounds", "1", "--timeout", str(LAUNCH_TIMEOUT)])
+    assert [r["task"] for r in rows] == ["tagger", "treelstm"]
+    for row in rows:
+        first = row["1proc"]["first_loss"]
+        assert first > 0
+        for setup in ("2proc", "1proc-2blas"):
+            assert row[setup]["first_loss"] == pytest.approx(first, rel=1e-5), (row["task"], setup)
+            assert row[setup + "_over_1proc"] > 0
+        assert row["2proc"]["sent_bytes"] > 0 and row["1proc"]["sent_bytes"] == 0
+    assert "2p/1p" in capsys.readouterr().out

@@ -1,5 +1,6 @@
 """`python -m autobatch.bench` / `autobatch-bench`: the task benchmark (default),
-`micro`, the engine-overhead micro-benchmark, or `threads`, inference on two threads.
+`micro`, the engine-overhead micro-benchmark, `threads`, inference on two threads, or
+`distributed`, 1 against 2 MPI processes (autobatch/bench/scaling.py).
 
 Both re-execute themselves with one BLAS thread first; `--native-blas` also unsets
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE so OpenBLAS uses the processor's own kernel.
@@ -14,6 +15,10 @@ def main(argv=None):
     native = "--native-blas" in args
     blas.reexec_single_threaded(["autobatch.bench"] + args, native=native)
     args = [a for a in args if a != "--native-blas"]
+    if args and args[0] == "distributed":
+        from autobatch.bench import scaling
+        scaling.main(args[1:])
+        return 0
     if args and args[0] == "micro":
         from autobatch.bench import micro
         micro.main(args[1:])
