@@ -45,6 +45,7 @@ from autobatch.builders import (
     BiRNNBuilder, TreeLSTMBuilder, TreeState, register_savable, savable_classes,
 )
 from autobatch.strategies import Strategy
+from autobatch import distributed     # dy.distributed: data-parallel training (needs MPI only when used)
 
 # snake_case aliases
 input_tensor = inputTensor

@@ -394,15 +394,18 @@ class DistributedTrainer:
         """(dense buckets, sparse tables), rebuilt when the model or the trainer's
         sparse setting changed."""
         tr = self.trainer
-        registry = tr.model._registry            # append-only lists of every parameter
-        key = (id(tr.model), len(registry.params), len(registry.lookups), tr.sparse_updates_enabled)
+        reg = tr.model._registry      # the root's lists of every parameter, appended to
+        key = (id(tr.model), len(reg.params), len(reg.lookups), id(reg.params[-1] if reg.params else None),
+               id(reg.lookups[-1] if reg.lookups else None), tr.sparse_updates_enabled)
         if key != self._plan_key:
             params, lookups = tr.model.parameters_list(), tr.model.lookup_parameters_list()
-            sparse = list(lookups) if tr.sparse_updates_enabled else []
-            grads = [p._grad_flat for p in params] + (
-                [] if sparse else [lp._grad_flat for lp in lookups])
-            _check_same_layout(grads + [lp._grad_flat for lp in sparse], "gradients")
-            self.__dict__["_plan"] = (_buckets(grads, self.bucket_bytes), sparse)
+            dense = [p._grad_flat for p in params]
+            if tr.sparse_updates_enabled:
+                sparse = lookups
+            else:
+                sparse, dense = [], dense + [lp._grad_flat for lp in lookups]
+            _check_same_layout(dense + [lp._grad_flat for lp in sparse], "gradients")
+            self.__dict__["_plan"] = (_buckets(dense, self.bucket_bytes), sparse)
             self.__dict__["_plan_key"] = key
         return self._plan
 

@@ -19,11 +19,15 @@ from autobatch import distributed as dist
 VOCAB, USED_WORDS, TAGS, DIM, HIDDEN = 60, 40, 4, 6, 8
 BATCH, STEPS, SEED = 8, 4, 7          # BATCH: the global minibatch, split over the ranks
 
-# trainer, how gradients combine, strategy, sparse lookup updates, clipping threshold
+# trainer, how gradients combine, strategy, sparse lookup updates, clipping threshold,
+# dense buffer size (MB; 0.001 makes several buffers, some holding one large gradient)
 CONFIGS = {
-    "adam-sum-agenda": dict(trainer="adam", reduce="sum", strategy="agenda", sparse=True, clip=1.0),
-    "sgd-mean-depth": dict(trainer="sgd", reduce="mean", strategy="depth", sparse=False, clip=0.5),
-    "momentum-sum-none": dict(trainer="momentum", reduce="sum", strategy="none", sparse=True, clip=0),
+    "adam-sum-agenda": dict(trainer="adam", reduce="sum", strategy="agenda", sparse=True, clip=1.0,
+                            bucket_mb=32),
+    "sgd-mean-depth": dict(trainer="sgd", reduce="mean", strategy="depth", sparse=False, clip=0.5,
+                           bucket_mb=0.001),
+    "momentum-sum-none": dict(trainer="momentum", reduce="sum", strategy="none", sparse=True, clip=0,
+                              bucket_mb=32),
 }
 TRAINERS = {"adam": (dy.AdamTrainer, 0.01), "sgd": (dy.SimpleSGDTrainer, 0.1),
             "momentum": (dy.MomentumSGDTrainer, 0.05)}
@@ -81,7 +85,8 @@ def train_distributed(cfg, data, fault=None):
     random values, so only broadcast_parameters makes them agree."""
     model = Model(seed=SEED + 100 * dist.rank())
     dist.broadcast_parameters(model.pc)
-    trainer = dist.DistributedTrainer(make_trainer(cfg, model.pc), reduce=cfg["reduce"])
+    trainer = dist.DistributedTrainer(make_trainer(cfg, model.pc), reduce=cfg["reduce"],
+                                      bucket_mb=cfg["bucket_mb"])
     per_rank = BATCH // dist.size()
     mine = dist.shard(data, epoch=0, seed=SEED)
     steps = STEPS - 1 if fault == "short" and dist.rank() == 1 else STEPS

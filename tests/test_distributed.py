@@ -62,6 +62,14 @@ def launch(out, args, n=2, script=HERE / "distributed_worker.py"):
 
 # ---------------------------------------------------------- one process ----
 
+def test_importing_autobatch_needs_no_mpi():
+    code = "import sys, autobatch as dy; dy.distributed.wrap; assert 'mpi4py' not in sys.modules"
+    package_root = pathlib.Path(dy.__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(package_root)), cwd=HERE.parent.parent)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_one_process_without_mpiexec():
     assert dist.init() == 1
     assert (dist.rank(), dist.size(), dist.is_main()) == (0, 1, True)
@@ -146,6 +154,23 @@ def test_sparse_updates_send_and_change_only_touched_rows(two_rank_run):
         E = np.load(two_rank_run / f"{config}-rank{r}.npz")[E_name]
         np.testing.assert_array_equal(E[worker.USED_WORDS:], initial[worker.USED_WORDS:])
         assert info["last_step"]["dense_bytes"] > 0 and info["last_step"]["collectives"] == 4
+
+
+def test_dense_gradients_travel_in_buffers_of_the_size_asked():
+    model = worker.Model(seed=0)
+    sizes = [p._grad_flat.size for p in model.pc.parameters_list()]
+    buffers = dist._buckets([p._grad_flat for p in model.pc.parameters_list()], 4 * 100)
+    assert [b[0].size for b in buffers] and sum(b[0].size for b in buffers) == sum(sizes)
+    for buf, group, pairs in buffers:          # at most 100 floats, or one larger array alone
+        assert buf.size <= 100 or len(group) == 1
+        assert all(view.base is buf or view.base is buf.base for _, view in pairs)
+
+
+def test_several_dense_buffers_combine_like_one(two_rank_run):
+    one = json.loads((two_rank_run / "adam-sum-agenda-rank0.json").read_text())["last_step"]
+    many = json.loads((two_rank_run / "sgd-mean-depth-rank0.json").read_text())["last_step"]
+    assert one["collectives"] == 1 + 3                  # one Allreduce, three for the sparse rows
+    assert many["collectives"] > 3 and many["sparse_bytes_sent"] == 0   # dense lookup updates
 
 
 def test_shards_interleave_into_the_one_process_order(two_rank_run):
