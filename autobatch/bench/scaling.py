@@ -93,7 +93,8 @@ def launch(setup, a, task):
         if mpiexec is None:
             raise SystemExit("mpiexec not found: pip install 'autobatch[mpi]'")
         cmd = [mpiexec, "-n", "2"] + a.mpiexec_args.split() + cmd
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a.timeout)
+    # from the directory that holds this autobatch, so that `-m` finds it and no other
+    proc = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=a.timeout)
     if proc.returncode != 0:
         raise SystemExit(f"{setup} {task} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
