@@ -3,7 +3,8 @@ its one-process reference): a small tagger (a lookup table, an LSTM, an output l
 trained for a few steps with `autobatch.distributed`.
 
     python distributed_worker.py OUT_DIR train       every config of CONFIGS, results in OUT_DIR;
-                                                     then save on rank 0, load on all
+                                                     then save on rank 0, load on all; populate
+                                                     on rank 0 and broadcast
     python distributed_worker.py OUT_DIR raise       rank 1 raises in its third step
     python distributed_worker.py OUT_DIR short       rank 1 stops one step early (timeout 3 s)
 """
@@ -28,9 +29,11 @@ CONFIGS = {
                            bucket_mb=0.001),
     "momentum-sum-none": dict(trainer="momentum", reduce="sum", strategy="none", sparse=True, clip=0,
                               bucket_mb=32),
+    "adagrad-mean-critical": dict(trainer="adagrad", reduce="mean", strategy="critical", sparse=True,
+                                  clip=0.5, bucket_mb=32),
 }
 TRAINERS = {"adam": (dy.AdamTrainer, 0.01), "sgd": (dy.SimpleSGDTrainer, 0.1),
-            "momentum": (dy.MomentumSGDTrainer, 0.05)}
+            "momentum": (dy.MomentumSGDTrainer, 0.05), "adagrad": (dy.AdagradTrainer, 0.1)}
 
 
 def corpus(n=BATCH * STEPS, seed=0):
@@ -121,6 +124,12 @@ def main(out, mode):
     loaded = dist.load(str(out / "model"), dy.ParameterCollection())[0]
     arrays = [p.as_array() for p in loaded.parameters_list() + loaded.lookup_parameters_list()]
     np.savez(out / f"loaded-rank{dist.rank()}.npz", *arrays)
+    # rank 0 alone populates a model from that file, then broadcasts it
+    model = Model(seed=999 + dist.rank())
+    if dist.is_main():
+        model.pc.populate(str(out / "model.data"))
+    dist.broadcast_parameters(model.pc)
+    np.savez(out / f"populated-rank{dist.rank()}.npz", *model.values().values())
 
 
 if __name__ == "__main__":

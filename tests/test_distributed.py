@@ -181,13 +181,14 @@ def test_shards_interleave_into_the_one_process_order(two_rank_run):
     assert [x for pair in zip(*shards) for x in pair] == order
 
 
-def test_saved_by_rank_0_and_loaded_by_all(two_rank_run):
+def test_saved_by_rank_0_loaded_by_all_or_broadcast(two_rank_run):
     expected = list(worker.Model(seed=worker.SEED).values().values())     # rank 0's model
     for r in range(2):
-        loaded = np.load(two_rank_run / f"loaded-rank{r}.npz")
-        assert len(loaded.files) == len(expected)
-        for i, want in enumerate(expected):
-            np.testing.assert_array_equal(loaded[f"arr_{i}"], want)
+        for what in ("loaded", "populated"):          # populated on rank 0, then broadcast
+            loaded = np.load(two_rank_run / f"{what}-rank{r}.npz")
+            assert len(loaded.files) == len(expected)
+            for i, want in enumerate(expected):
+                np.testing.assert_array_equal(loaded[f"arr_{i}"], want, err_msg=f"{what} rank {r}")
 
 
 def test_distributed_tagger_example_trains_as_one_process(tmp_path):
