@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import time
@@ -56,8 +57,16 @@ def launch(out, args, n=2, script=HERE / "distributed_worker.py"):
         args = [str(out), args]
     cmd = [mpiexec(), "-n", str(n), sys.executable, str(script)] + args
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=out, env=env, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT)
-    return proc, time.monotonic() - t0
+    # a session of its own, so that a timeout ends mpiexec and every rank it started
+    with subprocess.Popen(cmd, cwd=out, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=LAUNCH_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            pytest.fail(f"{' '.join(cmd)} did not end in {LAUNCH_TIMEOUT} s:\n{stdout}\n{stderr}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), time.monotonic() - t0
 
 
 # ---------------------------------------------------------- one process ----

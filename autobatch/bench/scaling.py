@@ -21,6 +21,7 @@ one, "wait" = the difference), "sent" the bytes a rank puts into the collectives
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -94,10 +95,17 @@ def launch(setup, a, task):
             raise SystemExit("mpiexec not found: pip install 'autobatch[mpi]'")
         cmd = [mpiexec, "-n", "2"] + a.mpiexec_args.split() + cmd
     # from the directory that holds this autobatch, so that `-m` finds it and no other
-    proc = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=a.timeout)
+    # (in a session of its own, so that a timeout ends mpiexec and every rank it started)
+    with subprocess.Popen(cmd, env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=a.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise SystemExit(f"{setup} {task}: no result in {a.timeout:g} s (--timeout)") from None
     if proc.returncode != 0:
-        raise SystemExit(f"{setup} {task} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        raise SystemExit(f"{setup} {task} failed ({proc.returncode}):\n{stdout}\n{stderr}")
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def summarize(runs, a, out=sys.stdout):
