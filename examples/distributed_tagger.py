@@ -5,12 +5,14 @@
     mpiexec -n 2 python examples/distributed_tagger.py --train train.tsv --dev dev.tsv --save tagger
 
 The model, the data and every flag are bilstm_tagger.py's. `--batch-size` is the global
-minibatch: each of the N processes takes batch-size / N sentences of it per step, and
+minibatch: each of the N processes takes about batch-size / N sentences of it per step, and
 DistributedTrainer sums the gradients of all processes (the tagger sums its losses), so a
 step of N processes is the step of one process with the whole minibatch. N processes
 therefore reach the same held-out accuracy after the same number of epochs as one (up to
 float32 summation order). Every epoch the training data are reshuffled with a seed all
-processes share (`dist.shard`); the held-out data are split between the processes and
+processes share, and each minibatch is split between the processes by sentence length
+(`dist.minibatches`), so that they have about as much work; the held-out data are split
+between the processes and
 the accuracy combined (`dist.allreduce_mean`). Rank 0 prints and, with --save, saves.
 """
 import os
@@ -39,24 +41,23 @@ def main(argv=None):
     dist.init(timeout=args.timeout)
     ranks = dist.size()
     say = print if dist.is_main() else (lambda *a, **k: None)
-    if args.batch_size % ranks:
-        raise SystemExit(f"--batch-size {args.batch_size} is not divisible by the {ranks} processes")
-    per_rank = args.batch_size // ranks
 
     d = base.load_data(args)
     pc, tagger, trainer = base.build_model(args, d)
     dist.broadcast_parameters(pc)
     trainer = dist.DistributedTrainer(trainer, reduce="sum")
-    say(f"{ranks} process(es), {per_rank} sentences each per step (global minibatch "
-        f"{args.batch_size}); train: {len(d.train)} sentences; strategy {args.strategy!r}")
+    say(f"{ranks} process(es), each taking its part of every minibatch of {args.batch_size} "
+        f"sentences; train: {len(d.train)} sentences; strategy {args.strategy!r}")
 
     losses, step_times = [], []
     for epoch in range(1, args.epochs + 1):
-        mine = dist.shard(d.train, epoch=epoch, seed=args.seed)
-        total, tokens, t_epoch = 0.0, sum(len(w) for w, _ in mine), time.perf_counter()
-        for k in range(0, len(mine), per_rank):
+        total, tokens, t_epoch = 0.0, 0, time.perf_counter()
+        # this process's part of every minibatch, balanced by sentence length
+        for part in dist.minibatches(d.train, args.batch_size, epoch=epoch, seed=args.seed,
+                                     cost=lambda sentence: len(sentence[0])):
             t0 = time.perf_counter()
-            loss = base.batch_loss(tagger, mine[k:k + per_rank], args.strategy)
+            tokens += sum(len(words) for words, _ in part)
+            loss = base.batch_loss(tagger, part, args.strategy)
             total += loss.value()
             loss.backward()
             trainer.update()

@@ -21,14 +21,15 @@ VOCAB, USED_WORDS, TAGS, DIM, HIDDEN = 60, 40, 4, 6, 8
 BATCH, STEPS, SEED = 8, 4, 7          # BATCH: the global minibatch, split over the ranks
 
 # trainer, how gradients combine, strategy, sparse lookup updates, clipping threshold,
-# dense buffer size (MB; 0.001 makes several buffers, some holding one large gradient)
+# dense buffer size (MB; 0.001 makes several buffers, some holding one large gradient),
+# how a rank takes its part (shard: every N-th item; balanced: minibatches(cost=length))
 CONFIGS = {
     "adam-sum-agenda": dict(trainer="adam", reduce="sum", strategy="agenda", sparse=True, clip=1.0,
                             bucket_mb=32),
     "sgd-mean-depth": dict(trainer="sgd", reduce="mean", strategy="depth", sparse=False, clip=0.5,
                            bucket_mb=0.001),
     "momentum-sum-none": dict(trainer="momentum", reduce="sum", strategy="none", sparse=True, clip=0,
-                              bucket_mb=32),
+                              bucket_mb=32, split="balanced"),
     "adagrad-mean-critical": dict(trainer="adagrad", reduce="mean", strategy="critical", sparse=True,
                                   clip=0.5, bucket_mb=32),
 }
@@ -91,17 +92,21 @@ def train_distributed(cfg, data, fault=None):
     trainer = dist.DistributedTrainer(make_trainer(cfg, model.pc), reduce=cfg["reduce"],
                                       bucket_mb=cfg["bucket_mb"])
     per_rank = BATCH // dist.size()
-    mine = dist.shard(data, epoch=0, seed=SEED)
+    if cfg.get("split") == "balanced":
+        parts = list(dist.minibatches(data, BATCH, epoch=0, seed=SEED, cost=lambda s: len(s[0])))
+    else:
+        mine = dist.shard(data, epoch=0, seed=SEED)
+        parts = [mine[k:k + per_rank] for k in range(0, len(mine), per_rank)]
     steps = STEPS - 1 if fault == "short" and dist.rank() == 1 else STEPS
     sent, used = [], []
     for s in range(steps):
         if fault == "raise" and dist.rank() == 1 and s == 2:
             raise ValueError("injected fault on purpose")
-        batch = mine[s * per_rank:(s + 1) * per_rank]
+        batch = parts[s]
         used.append(len({w for words, _ in batch for w in words}))
         step(model, trainer, batch, cfg)
         sent.append(trainer.last_step.get("sparse_rows_sent", 0))
-    return model, trainer, {"shard": mine[:steps * per_rank], "rows_sent": sent, "rows_used": used}
+    return model, trainer, {"parts": parts[:steps], "rows_sent": sent, "rows_used": used}
 
 
 def main(out, mode):

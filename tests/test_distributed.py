@@ -184,10 +184,30 @@ def test_several_dense_buffers_combine_like_one(two_rank_run):
 
 def test_shards_interleave_into_the_one_process_order(two_rank_run):
     data = worker.corpus()
-    shards = [json.loads((two_rank_run / f"adam-sum-agenda-rank{r}.json").read_text())["shard"]
-              for r in range(2)]
+    parts = [json.loads((two_rank_run / f"adam-sum-agenda-rank{r}.json").read_text())["parts"]
+             for r in range(2)]
     order = [[list(w), list(t)] for w, t in dist.shard(data, epoch=0, seed=worker.SEED)]
-    assert [x for pair in zip(*shards) for x in pair] == order
+    assert [x for step in zip(*parts) for pair in zip(*step) for x in pair] == order[:worker.BATCH * worker.STEPS]
+
+
+def test_balanced_parts_make_up_the_one_process_minibatches(two_rank_run):
+    data = worker.corpus()
+    parts = [json.loads((two_rank_run / f"momentum-sum-none-rank{r}.json").read_text())["parts"]
+             for r in range(2)]
+    order = [[list(w), list(t)] for w, t in dist.shard(data, epoch=0, seed=worker.SEED)]
+    for s, (a, b) in enumerate(zip(*parts)):
+        batch = order[s * worker.BATCH:(s + 1) * worker.BATCH]
+        assert len(a) == len(b) == worker.BATCH // 2
+        assert sorted(a + b) == sorted(batch)
+        words = [sum(len(w) for w, _ in part) for part in (a, b)]
+        strided = [sum(len(w) for w, _ in batch[r::2]) for r in range(2)]
+        assert abs(words[0] - words[1]) <= max(abs(strided[0] - strided[1]), max(len(w) for w, _ in batch))
+
+
+def test_split_batch_of_one_process_is_the_batch():
+    assert dist.split_batch([5, 1, 4], cost=lambda x: x) == [5, 1, 4]
+    assert list(dist.minibatches(list(range(7)), 3, epoch=2, seed=1)) == [
+        list(dist.shard(list(range(7)), epoch=2, seed=1))[k:k + 3] for k in (0, 3, 6)]
 
 
 def test_saved_by_rank_0_loaded_by_all_or_broadcast(two_rank_run):

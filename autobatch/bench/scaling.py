@@ -6,7 +6,8 @@ set-ups, each a fresh job:
 
     1proc          one process, one BLAS thread, the plain trainer
     2proc          `mpiexec -n 2`, one BLAS thread each; each rank takes B/2 instances of
-                   every minibatch, DistributedTrainer(reduce="sum") combines the gradients
+                   every minibatch (`split_batch`, balanced by the instances' FLOPs),
+                   DistributedTrainer(reduce="sum") combines the gradients
     1proc-2blas    one process whose BLAS may use 2 threads
 
 A run is a warm-up step plus `--steps` timed steps (a barrier before each, so a step of
@@ -43,10 +44,10 @@ def worker(a):
     model = tasks.make(a.task, a.hidden, a.seed, meta)
     dist.broadcast_parameters(model.pc)
     trainer = dist.DistributedTrainer(dy.SimpleSGDTrainer(model.pc, a.lr), reduce="sum")
-    rank, ranks, B = dist.rank(), dist.size(), a.batch_size
+    B = a.batch_size
     seconds, comm, wait, sent, losses = [], [], [], [], []
     for k in range(a.steps + 1):
-        mine = instances[k * B:(k + 1) * B][rank::ranks]
+        mine = dist.split_batch(instances[k * B:(k + 1) * B], cost=model.flops)
         dist.barrier()
         t0 = time.perf_counter()
         dy.renew_cg()
