@@ -69,7 +69,7 @@ def worker(a):
         sent.append(dist.allreduce(step_sent, "max"))
         losses.append(loss_total)
     if dist.is_main():
-        print(json.dumps({"task": a.task, "ranks": ranks, "blas": dy.blas_info(),
+        print(json.dumps({"task": a.task, "ranks": dist.size(), "blas": dy.blas_info(),
                           "step_s": statistics.median(seconds), "comm_s": statistics.median(comm),
                           "wait_s": statistics.median(wait), "sent_bytes": statistics.median(sent),
                           "first_loss": losses[0]}), flush=True)
