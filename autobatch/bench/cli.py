@@ -17,7 +17,7 @@ def main(argv=None):
     args = [a for a in args if a != "--native-blas"]
     if args and args[0] == "distributed":
         from autobatch.bench import scaling
-        scaling.main(args[1:])
+        scaling.main(args[1:] + (["--native-blas"] if native else []))
         return 0
     if args and args[0] == "micro":
         from autobatch.bench import micro

@@ -162,6 +162,9 @@ def parse_args(argv):
     ap.add_argument("--mpiexec-args", default="", help="extra mpiexec arguments, e.g. '-bind-to core'")
     ap.add_argument("--timeout", type=float, default=900, help="seconds for one run")
     ap.add_argument("--json", help="write the runs and the summary here")
+    ap.add_argument("--native-blas", action="store_true",
+                    help="unset OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (done by python -m autobatch.bench "
+                         "before this starts; every run inherits it)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     a.tasks = list(tasks.TASKS) if a.task == "all" else a.task.split(",")
