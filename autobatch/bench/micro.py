@@ -30,9 +30,8 @@ def make_data(size, instances, length, seed=0):
     return list(zip(lengths.tolist(), starts))
 
 
-def step(W, b, data, trainer, strategy):
-    """One full training step; returns (seconds, stats)."""
-    t0 = time.perf_counter()
+def build_loss(W, b, data, strategy):
+    """The step's graph in a new computation graph: the chains and their summed loss."""
     dy.renew_cg(strategy=strategy)
     losses = []
     for n, x0 in data:
@@ -40,7 +39,13 @@ def step(W, b, data, trainer, strategy):
         for _ in range(n):
             x = dy.tanh(W * x + b)
         losses.append(dy.squared_norm(x))
-    loss = dy.esum(losses)
+    return dy.esum(losses)
+
+
+def step(W, b, data, trainer, strategy):
+    """One full training step; returns (seconds, stats)."""
+    t0 = time.perf_counter()
+    loss = build_loss(W, b, data, strategy)
     loss.value()
     loss.backward()
     trainer.update()
