@@ -171,6 +171,12 @@ cdef void reduce_strides(const Node* x, int mask, int* size, int* ostride) noexc
             ostride[a] = t
             t *= size[a]
 
+cdef inline void sum_dim_plan(Batch* b, int* size, int* ystrides, int* xstrides) noexcept nogil:
+    """The walk of sum_dim/mean_dim over x's box: x contiguous, y with stride 0 along
+    the summed dimensions."""
+    reduce_strides(ARG(b, 0, 0), NODE(b, 0).attr.reduce.mask, size, ystrides)
+    contiguous_strides(ARG(b, 0, 0), xstrides)
+
 cdef void sum_dim_fwd(Batch* b) noexcept nogil:
     # sum_dim and mean_dim: y = scale * (sum of x over the dimensions in mask)
     cdef Node* n0 = NODE(b, 0)
@@ -178,8 +184,7 @@ cdef void sum_dim_fwd(Batch* b) noexcept nogil:
     cdef int os[5]
     cdef int xst[5]
     cdef int j
-    reduce_strides(ARG(b, 0, 0), n0.attr.reduce.mask, size, os)
-    contiguous_strides(ARG(b, 0, 0), xst)
+    sum_dim_plan(b, size, os, xst)
     for j in range(b.n):
         memset(NODE(b, j).val, 0, n0.size * sizeof(float))
         strided_walk(NODE(b, j).val, os, ARG(b, j, 0).val, xst, size, n0.attr.reduce.scale, True)
@@ -187,15 +192,14 @@ cdef void sum_dim_fwd(Batch* b) noexcept nogil:
 cdef void sum_dim_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
-    cdef Node* n0 = NODE(b, 0)
     cdef int size[5]
     cdef int os[5]
     cdef int xst[5]
     cdef int j
-    reduce_strides(ARG(b, 0, 0), n0.attr.reduce.mask, size, os)
-    contiguous_strides(ARG(b, 0, 0), xst)
+    sum_dim_plan(b, size, os, xst)
     for j in range(b.n):
-        strided_walk(ARG(b, j, 0).grad, xst, NODE(b, j).grad, os, size, n0.attr.reduce.scale, True)
+        strided_walk(ARG(b, j, 0).grad, xst, NODE(b, j).grad, os, size,
+                     NODE(b, 0).attr.reduce.scale, True)
 
 cdef void sum_batches_fwd(Batch* b) noexcept nogil:
     cdef int j, k, i, m
