@@ -19,14 +19,15 @@ def load(name):
 
 SMALL = {
     "xor": ["--iterations", "60"],
-    "bilstm_tagger": ["--epochs", "2", "--n-train", "64", "--n-dev", "16", "--batch-size", "16",
-                      "--hidden", "16", "--word-dim", "16"],
+    "bilstm_tagger": ["--epochs", "4", "--n-train", "64", "--n-dev", "16", "--batch-size", "16",
+                      "--hidden", "16", "--word-dim", "16", "--lr", "0.02"],
     "treelstm": ["--epochs", "3", "--n-train", "96", "--n-dev", "16", "--batch-size", "16",
                  "--hidden", "16", "--word-dim", "16"],
-    "tagger_char": ["--char-model", "--epochs", "2", "--n-train", "64", "--n-dev", "16",
-                    "--batch-size", "16", "--hidden", "16", "--word-dim", "16", "--char-dim", "8"],
-    "parser": ["--epochs", "3", "--n-train", "64", "--n-dev", "16", "--batch-size", "16",
-               "--hidden", "16", "--word-dim", "16"],
+    "tagger_char": ["--char-model", "--epochs", "4", "--n-train", "64", "--n-dev", "16",
+                    "--batch-size", "16", "--hidden", "16", "--word-dim", "16", "--char-dim", "8",
+                    "--lr", "0.02"],
+    "parser": ["--epochs", "5", "--n-train", "64", "--n-dev", "16", "--batch-size", "16",
+               "--hidden", "16", "--word-dim", "16", "--pos-dim", "8", "--lr", "0.01"],
     "cnn": ["--epochs", "4", "--n-train", "600", "--n-dev", "100"],
     "lm": ["--epochs", "3", "--n-train", "96", "--n-dev", "16", "--batch-size", "16",
            "--hidden", "16", "--word-dim", "16", "--vocab-size", "40"],
@@ -79,9 +80,9 @@ def test_conll_reader(tmp_path):
     path = tmp_path / "train.tsv"
     path.write_text("the\tDET\ndog\tNOUN\n\n\nruns\tVERB\n")
     assert tagger.read_conll(path) == [[("the", "DET"), ("dog", "NOUN")], [("runs", "VERB")]]
-    result = tagger.main(["--train", str(path), "--dev", str(path), "--epochs", "2", "--hidden", "8",
+    result = tagger.main(["--train", str(path), "--dev", str(path), "--epochs", "10", "--hidden", "8",
                           "--word-dim", "8"])
-    assert 0.0 <= result["accuracy"] <= 1.0
+    assert result["accuracy"] == 1.0                        # three training words, learnt by heart
 
 
 def test_conll_reader_with_char_model(tmp_path):
@@ -89,9 +90,9 @@ def test_conll_reader_with_char_model(tmp_path):
     train, dev = tmp_path / "train.tsv", tmp_path / "dev.tsv"
     train.write_text("the\tDET\ndog\tNOUN\n\nthe\tDET\ncat\tNOUN\n\nthe\tDET\ndog\tNOUN\n")
     dev.write_text("the\tDET\ncow\tNOUN\n")                  # "cow" is unknown: spelled out
-    result = tagger.main(["--train", str(train), "--dev", str(dev), "--epochs", "2", "--hidden", "8",
+    result = tagger.main(["--train", str(train), "--dev", str(dev), "--epochs", "10", "--hidden", "8",
                           "--word-dim", "8", "--char-model", "--rare", "2"])
-    assert 0.0 <= result["accuracy"] <= 1.0 and result["unknown_accuracy"] in (0.0, 1.0)
+    assert result["accuracy"] == 1.0 and result["unknown_accuracy"] == 1.0
     with pytest.raises(ValueError):                          # characters fill half the word vector each way
         tagger.main(["--epochs", "1", "--n-train", "4", "--n-dev", "2", "--word-dim", "7", "--char-model"])
 
@@ -100,13 +101,13 @@ def test_char_model_spells_rare_words():
     result, plain = run("tagger_char", "agenda"), run("bilstm_tagger", "agenda")
     # the same step with character LSTMs for the rare words has more nodes
     assert result["stats"]["agenda"]["nodes"] > plain["stats"]["agenda"]["nodes"]
-    assert 0.0 <= result["accuracy"] <= 1.0 and 0.0 <= result["unknown_accuracy"] <= 1.0
+    assert result["accuracy"] >= 0.5                        # 8 tags; 0.3 after 2 epochs
 
 
 def test_parser_decodes_with_mid_graph_values():
     results = {s: run("parser", s) for s in ("none", "agenda")}
     for strategy in ("none", "agenda"):
-        assert 0.0 <= results[strategy]["uas"] <= 1.0
+        assert results[strategy]["uas"] >= 0.6 > results[strategy]["baseline_uas"] + 0.2
         decode = results[strategy]["decode_stats"][strategy]
         assert decode["forward_calls"] > 1                  # one npvalue() per transition round
     assert results["none"]["uas"] == pytest.approx(results["agenda"]["uas"], abs=0.02)
@@ -168,10 +169,10 @@ def test_conllu_reader(tmp_path):
     assert sentences[0] == [("The", "DET", 2), ("dog", "NOUN", 3), ("barks", "VERB", 0), (".", "PUNCT", 3)]
     assert sentences[1] == [("do", "AUX", 3), ("n't", "PART", 3), ("go", "VERB", 0)]
     assert len(sentences) == 3
-    result = parser.main(["--train", str(path), "--dev", str(path), "--epochs", "2", "--hidden", "8",
-                          "--word-dim", "8", "--pos-dim", "4", "--min-count", "1"])
+    result = parser.main(["--train", str(path), "--dev", str(path), "--epochs", "10", "--hidden", "8",
+                          "--word-dim", "8", "--pos-dim", "4", "--min-count", "1", "--lr", "0.02"])
     assert result["skipped"] == 1                           # the third sentence is not projective
-    assert 0.0 <= result["uas"] <= 1.0
+    assert result["uas"] >= 0.8                             # 9 of the 11 heads (0.36 untrained)
     bad = tmp_path / "bad.conllu"
     bad.write_text("1\tThe\tthe\tDET\n")
     with pytest.raises(ValueError):
