@@ -45,6 +45,8 @@ from autobatch.builders import (
     BiRNNBuilder, TreeLSTMBuilder, TreeState, register_savable, savable_classes,
 )
 from autobatch.strategies import Strategy
+from autobatch.dynet_params import DynetParams, init, init_from_params
+from autobatch import config          # dy.config.set(...): DyNet's dynet_config
 from autobatch import distributed     # dy.distributed: data-parallel training (needs MPI only when used)
 
 # snake_case aliases
@@ -57,5 +59,6 @@ rectified = rectify
 from autobatch.blas import blas_info, set_blas_threads, _configure_from_environment
 
 _configure_from_environment()
+init()      # DyNet's --dynet-* flags of sys.argv, read at import as DyNet does
 
 __version__ = "0.1.0"

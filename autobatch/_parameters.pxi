@@ -108,6 +108,13 @@ cdef class Parameters:
     def scale_gradient(self, float s):
         self._grad_flat *= s
 
+    def clip_inplace(self, float left, float right):
+        """Clip every value into [left, right], in place (DyNet's clip_inplace);
+        left > right is a ValueError."""
+        if not left <= right:
+            raise ValueError(f"clip_inplace: left ({left}) must not exceed right ({right})")
+        np.clip(self._flat, left, right, out=self._flat)
+
     def name(self):
         return self._name
 

@@ -16,6 +16,7 @@ import numpy as np
 from autobatch import _core
 from autobatch._core import LookupParameters, Parameters
 from autobatch import serialization
+from autobatch.dynet_params import default_weight_decay
 from autobatch.initializers import (  # noqa: F401  (re-exported)
     ConstInitializer, FromFileInitializer, GlorotInitializer, IdentityInitializer,
     NormalInitializer, NumpyInitializer, SaxeInitializer, UniformInitializer,
@@ -98,7 +99,8 @@ class ParameterCollection:
         self._registry = parent._registry if parent is not None else _Registry()
         self._name_counts = {}        # parameter / lookup names -> next index
         self._collection_counts = {}  # subcollection names -> next index
-        self._weight_decay = None if parent is not None else 0.0
+        # a root starts with the process default (--dynet-weight-decay, DynetParams)
+        self._weight_decay = None if parent is not None else default_weight_decay()
 
     # ------------------------------------------------------------ naming ----
 
@@ -224,13 +226,18 @@ class ParameterCollection:
     # ------------------------------------------------------ weight decay ----
 
     def set_weight_decay(self, lam):
-        """L2 weight decay applied by trainers built on this collection.
+        """L2 weight decay applied by trainers built on this collection (DyNet's
+        L2WeightDecay).
 
-        Rule (DyNet's L2WeightDecay, which keeps a global scale instead): after each
-        trainer step Delta, every updated parameter becomes
-        ``theta <- (1 - lam) * (theta - Delta)``. With sparse updates only the lookup
-        rows updated in that step are decayed. A subcollection without its own setting
-        uses its parent's; the default is 0 (no decay)."""
+        After each trainer step (rule applied to the updated parameters), *every*
+        parameter of the trainer's collection, and every row of its lookup tables,
+        becomes ``theta <- (1 - lam) * theta``: also the parameters and rows the step
+        did not use or update, as in DyNet, which keeps one global scale factor for
+        the whole collection. (DyNet's `as_array()` then shows the unscaled storage;
+        here values always are the decayed ones that expressions see.) A
+        subcollection without its own setting uses its parent's; a new root collection
+        starts with the process default (0, or ``--dynet-weight-decay``). Costs one
+        pass over the collection's values per update when lam > 0."""
         lam = float(lam)
         if not 0.0 <= lam < 1.0:
             raise ValueError(f"weight decay must be in [0, 1), got {lam}")

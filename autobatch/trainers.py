@@ -9,8 +9,9 @@ One `update()`:
 2. the rule of the trainer, on every parameter with ``is_updated()``; for lookup tables
    with sparse updates (the default) only on the rows looked up since the last update:
    their values *and* their optimizer state rows; other rows are not touched;
-3. weight decay ``lam = model.get_weight_decay()``: ``theta <- (1 - lam) * theta`` on what
-   was just updated (DyNet's L2WeightDecay, see ParameterCollection.set_weight_decay);
+3. weight decay ``lam = model.get_weight_decay()``: ``theta <- (1 - lam) * theta`` on every
+   parameter and every lookup row of the model, updated or not (DyNet's L2WeightDecay,
+   see ParameterCollection.set_weight_decay);
 4. gradients (used rows) are zeroed and the lookup tables' used rows cleared.
 
 In the rules ``g`` is the clipped gradient, ``lr`` the learning rate, ``t`` the number of
@@ -121,11 +122,36 @@ class Trainer:
 
     def update(self):
         """One optimizer step over the model's parameters (see the module docstring)."""
+        self._update(self.model.parameters_list(), self.model.lookup_parameters_list())
+
+    def update_subset(self, updated_params, updated_lookups):
+        """One optimizer step over some parameters only: `updated_params` and
+        `updated_lookups` are indices into ``model.parameters_list()`` and
+        ``model.lookup_parameters_list()``. The others keep their gradients (they
+        accumulate until their update); clipping looks at the listed ones; weight
+        decay, as every step, applies to the whole model. (DyNet 2.2's update_subset
+        changes nothing at all; this does what its documentation says.) Prefer
+        ``update=False`` on the expressions of parameters that must not change."""
+        params, lookups = self.model.parameters_list(), self.model.lookup_parameters_list()
+        chosen = []
+        for where, indices, pool in (("updated_params", updated_params, params),
+                                     ("updated_lookups", updated_lookups, lookups)):
+            try:
+                indices = [int(i) for i in indices]
+            except (TypeError, ValueError):
+                raise TypeError(f"update_subset: {where} must be a list of ints") from None
+            bad = [i for i in indices if not 0 <= i < len(pool)]
+            if bad:
+                raise IndexError(f"update_subset: {where} index {bad[0]} out of range "
+                                 f"(the model has {len(pool)})")
+            chosen.append([pool[i] for i in dict.fromkeys(indices)])
+        self._update(*chosen)
+
+    def _update(self, params, lookups):
         dense, sparse = [], []
-        for p in self.model.parameters_list():
+        for p in params:
             if p.is_updated():
                 dense.append((p._flat, p._grad_flat, self._states(p)))
-        lookups = self.model.lookup_parameters_list()
         for lp in lookups:
             if not lp.is_updated():
                 continue
@@ -135,27 +161,33 @@ class Trainer:
             else:
                 dense.append((lp.values, lp.grad, states))
         scale = self._clip_scale(dense, sparse)
-        keep = 1.0 - self.model.get_weight_decay()
         t = self.updates + 1
 
         for theta, grad, states in dense:
             self.rule(theta, grad * np.float32(scale), t, *states)
-            if keep != 1.0:
-                theta *= np.float32(keep)
             grad[...] = 0
         for values, grad, states, rows in sparse:
             if rows.size == 0:
                 continue
             theta, gathered = values[rows], [s[rows] for s in states]
             self.rule(theta, grad[rows] * np.float32(scale), t, *gathered)
-            values[rows] = theta * np.float32(keep) if keep != 1.0 else theta
+            values[rows] = theta
             for s, g in zip(states, gathered):
                 s[rows] = g
             grad[rows] = 0
         for lp in lookups:
             lp.clear_used()
+        self._weight_decay()
         self.updates += 1
         self._updates_since_status += 1
+
+    def _weight_decay(self):
+        # DyNet scales the whole collection (one global factor), used or not
+        keep = np.float32(1.0 - self.model.get_weight_decay())
+        if keep != 1:
+            for p in self.model.parameters_list() + self.model.lookup_parameters_list():
+                flat = p._flat
+                flat *= keep        # in place: the engine reads this memory
 
     def rule(self, theta, g, t, *state):
         """Update `theta` and the state arrays in place from the clipped gradient `g`."""
