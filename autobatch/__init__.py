@@ -31,7 +31,7 @@ from autobatch._core import (
 # in _elementwise.h
 globals().update(ELEMENTWISE_FUNCTIONS)
 from autobatch.initializers import (
-    GlorotInitializer, NormalInitializer, UniformInitializer, ConstInitializer,
+    PyInitializer, GlorotInitializer, NormalInitializer, UniformInitializer, ConstInitializer,
     IdentityInitializer, SaxeInitializer, NumpyInitializer, FromFileInitializer,
 )
 from autobatch.parameters import ParameterCollection, Model, reset_random_seed

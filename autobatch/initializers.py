@@ -10,7 +10,21 @@ formulas below (taken from dynet/param-init.cc) refer to those dims where it mat
 import numpy as np
 
 
-class GlorotInitializer:
+class PyInitializer:
+    """Base class of the parameter initializers (DyNet's name). A subclass defines
+    ``__call__(shape, rng, lookup=False)`` returning the initial values; pass an
+    instance as ``init=`` to `add_parameters` / `add_lookup_parameters`. Not to be
+    created directly."""
+
+    def __init__(self):
+        raise TypeError("Do not create PyInitializer directly: use one of its subclasses "
+                        "(GlorotInitializer, NormalInitializer, ...)")
+
+    def __call__(self, shape, rng, lookup=False):
+        raise NotImplementedError
+
+
+class GlorotInitializer(PyInitializer):
     """Uniform in ``[-s, s]`` with ``s = gain * sqrt(6 / fan)`` (dynet/param-init.cc).
 
     ``fan`` is the sum of the tensor's dims, leaving out the last one when
@@ -38,7 +52,7 @@ class GlorotInitializer:
         return rng.uniform(-s, s, size=shape)
 
 
-class NormalInitializer:
+class NormalInitializer(PyInitializer):
     """Gaussian with the given mean and *variance* (standard deviation ``sqrt(var)``)."""
 
     def __init__(self, mean=0, var=1):
@@ -50,7 +64,7 @@ class NormalInitializer:
         return rng.normal(self.mean, np.sqrt(self.var), size=shape)
 
 
-class UniformInitializer:
+class UniformInitializer(PyInitializer):
     """Uniform in ``[-scale, scale]``."""
 
     def __init__(self, scale):
@@ -60,7 +74,7 @@ class UniformInitializer:
         return rng.uniform(-self.scale, self.scale, size=shape)
 
 
-class ConstInitializer:
+class ConstInitializer(PyInitializer):
     """Every element equal to ``c``."""
 
     def __init__(self, c):
@@ -70,8 +84,11 @@ class ConstInitializer:
         return np.full(shape, self.c)
 
 
-class IdentityInitializer:
+class IdentityInitializer(PyInitializer):
     """The identity matrix (square matrices only, as in DyNet)."""
+
+    def __init__(self):
+        pass
 
     def __call__(self, shape, rng, lookup=False):
         if lookup or len(shape) != 2 or shape[0] != shape[1]:
@@ -79,7 +96,7 @@ class IdentityInitializer:
         return np.eye(shape[0])
 
 
-class SaxeInitializer:
+class SaxeInitializer(PyInitializer):
     """Random orthonormal matrix times ``scale`` (Saxe et al. 2014): the left singular
     vectors of a standard Gaussian matrix. Square matrices give an orthogonal matrix, as in
     DyNet; a non-square matrix gets orthonormal columns (or rows, whichever is fewer)."""
@@ -94,7 +111,7 @@ class SaxeInitializer:
         return self.scale * (u if shape[0] >= shape[1] else vt)
 
 
-class NumpyInitializer:
+class NumpyInitializer(PyInitializer):
     """Values copied from ``array`` (its shape must equal the parameter's)."""
 
     def __init__(self, array):
@@ -107,7 +124,7 @@ class NumpyInitializer:
         return self.array
 
 
-class FromFileInitializer:
+class FromFileInitializer(PyInitializer):
     """Whitespace-separated floats read from a text file, in DyNet's element order:
     column-major for matrices, one row after another for lookup tables. The file must
     hold exactly as many numbers as the parameter has elements."""

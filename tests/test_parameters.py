@@ -189,3 +189,20 @@ def test_parameters_work_in_a_graph():
     x = np.array([1.0, -2.0, 0.5])
     dy.renew_cg()
     np.testing.assert_allclose((W * dy.inputVector(x.tolist())).npvalue(), W.as_array() @ x, rtol=1e-5)
+
+
+def test_py_initializer_is_the_base_of_the_initializers():
+    for init in (dy.GlorotInitializer(), dy.NormalInitializer(), dy.UniformInitializer(1),
+                 dy.ConstInitializer(2), dy.IdentityInitializer(), dy.SaxeInitializer()):
+        assert isinstance(init, dy.PyInitializer)
+    with pytest.raises(TypeError, match="directly"):
+        dy.PyInitializer()
+
+    class Ramp(dy.PyInitializer):
+        def __init__(self):
+            pass
+
+        def __call__(self, shape, rng, lookup=False):
+            return np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    p = dy.ParameterCollection().add_parameters((2, 3), init=Ramp())
+    np.testing.assert_array_equal(p.as_array(), np.arange(6).reshape(2, 3))
