@@ -41,8 +41,13 @@ from autobatch.trainers import (
     AdadeltaTrainer, RMSPropTrainer, AdamTrainer, AmsgradTrainer,
 )
 from autobatch.builders import (
-    RNNState, SimpleRNNBuilder, VanillaLSTMBuilder, LSTMBuilder, CoupledLSTMBuilder, GRUBuilder,
+    RNNState, StackedRNNState, _RNNBuilder, SimpleRNNBuilder, VanillaLSTMBuilder, LSTMBuilder,
+    CoupledLSTMBuilder, GRUBuilder,
     BiRNNBuilder, TreeLSTMBuilder, TreeState, register_savable, savable_classes,
+)
+from autobatch.lstm_builders import FastLSTMBuilder, CompactVanillaLSTMBuilder
+from autobatch.softmax_builders import (
+    SoftmaxBuilder, StandardSoftmaxBuilder, ClassFactoredSoftmaxBuilder,
 )
 from autobatch.strategies import Strategy
 from autobatch.dynet_params import DynetParams, init, init_from_params

@@ -8,9 +8,9 @@ fused node per gate activation, cell update and hidden output (see `lstm_gates`)
 import math
 
 from autobatch._core import (
-    Expression, affine_transform, cg_version, cmult, concatenate, dropout, inputVector, logistic,
-    lstm_cell, lstm_gates, lstm_hidden, ones, parameter, tanh, zeros,
+    affine_transform, cmult, concatenate, logistic, lstm_cell, lstm_gates, lstm_hidden, tanh, zeros,
 )
+from autobatch.rnn_base import RNNState, StackedRNNState, _RNNBuilder  # noqa: F401 (re-exported)
 
 
 # ------------------------------------------------- savable classes (dy.save/load) ----
@@ -88,180 +88,6 @@ def _checked_spec(cls, spec, ints, floats=(), classes=(), optional=()):
     return spec
 
 
-class RNNState:
-    """An immutable point in a sequence: per-layer hidden (and cell) states."""
-    __slots__ = ("_builder", "_h", "_c", "_prev", "_masks")
-
-    def __init__(self, builder, h, c, prev, masks):
-        self._builder, self._h, self._c, self._prev, self._masks = builder, h, c, prev, masks
-
-    def add_input(self, x):
-        if not isinstance(x, Expression):
-            raise TypeError(f"add_input takes an Expression, got {type(x).__name__}")
-        h, c = self._builder._step(self, x)
-        return RNNState(self._builder, h, c, self, self._masks)
-
-    def add_inputs(self, xs):
-        """States after each input, in order."""
-        states, s = [], self
-        for x in xs:
-            s = s.add_input(x)
-            states.append(s)
-        return states
-
-    def transduce(self, xs):
-        """Outputs after each input (cheaper to write than add_inputs + output)."""
-        return [s.output() for s in self.add_inputs(xs)]
-
-    def output(self):
-        """Hidden state of the top layer."""
-        return self._h[-1]
-
-    def h(self):
-        return tuple(self._h)
-
-    def s(self):
-        """The full state: cells then hidden states for LSTMs (DyNet's order)."""
-        return tuple(self._c) + tuple(self._h) if self._c is not None else tuple(self._h)
-
-    def prev(self):
-        return self._prev
-
-    def b(self):
-        return self._builder
-
-    def set_h(self, es=None):
-        """A state with hidden states `es` (one per layer), same cells."""
-        es = self._builder._check_layers(es, "set_h")
-        return RNNState(self._builder, es, self._c, self, self._masks)
-
-    def set_s(self, es=None):
-        """A state from a full state (cells then hidden states for LSTMs)."""
-        b = self._builder
-        if b._has_cell:
-            es = list(es)
-            if len(es) != 2 * b.layers:
-                raise ValueError(f"set_s: expected {2 * b.layers} expressions, got {len(es)}")
-            return RNNState(b, es[b.layers:], es[:b.layers], self, self._masks)
-        return self.set_h(es)
-
-
-class _RNNBuilder:
-    """Shared machinery: parameters per layer, dropout masks, initial states."""
-    _has_cell = False
-    _name = "rnn-builder"
-
-    def __init__(self, layers, input_dim, hidden_dim, model):
-        if layers < 1 or input_dim < 1 or hidden_dim < 1:
-            raise ValueError("layers, input_dim and hidden_dim must be positive")
-        self.layers, self.input_dim, self.hidden_dim = int(layers), int(input_dim), int(hidden_dim)
-        self._pc = model.add_subcollection(self._name)
-        self._params = []
-        for layer in range(self.layers):
-            in_dim = self.input_dim if layer == 0 else self.hidden_dim
-            self._params.append([self._pc.add_parameters(shape, init=init, name=f"{name}{layer}")
-                                 for name, shape, init in self._layer_shapes(in_dim)])
-        self.dropout_rate = 0.0
-        self.dropout_rate_h = 0.0
-        self._update = True
-        self._param_key = None
-
-    @property
-    def spec(self):
-        """Constructor arguments (for dy.save / dy.load)."""
-        return {"layers": self.layers, "input_dim": self.input_dim, "hidden_dim": self.hidden_dim}
-
-    _spec_floats = ()
-
-    @classmethod
-    def from_spec(cls, spec, model):
-        spec = _checked_spec(cls, spec, ("layers", "input_dim", "hidden_dim"),
-                             floats=cls._spec_floats, optional=cls._spec_floats)
-        return cls(model=model, **spec)
-
-    # --- DyNet's builder API ---
-
-    def initial_state(self, vecs=None, update=True):
-        """A new sequence. `vecs`: initial state (cells then hidden states for LSTMs);
-        zero when omitted."""
-        self._update = update
-        state = RNNState(self, [None] * self.layers,
-                         [None] * self.layers if self._has_cell else None, None,
-                         self._dropout_masks())
-        return state if vecs is None else state.set_s(vecs)
-
-    def initial_state_from_raw_vectors(self, vecs=None, update=True):
-        return self.initial_state(None if vecs is None else [inputVector(v) for v in vecs], update)
-
-    def param_collection(self):
-        return self._pc
-
-    def get_parameters(self):
-        """Per layer, the layer's Parameters."""
-        return [list(ps) for ps in self._params]
-
-    def get_parameter_expressions(self):
-        return [[parameter(p) for p in ps] for ps in self._params]
-
-    def set_dropout(self, p):
-        self.set_dropouts(p, p)
-
-    def set_dropouts(self, d, d_h):
-        """Dropout on each layer's input (d) and recurrent input (d_h), one mask per
-        sequence (as DyNet)."""
-        for v in (d, d_h):
-            if not 0.0 <= v < 1.0:
-                raise ValueError(f"dropout rates must be in [0, 1), got {v}")
-        self.dropout_rate, self.dropout_rate_h = float(d), float(d_h)
-
-    def disable_dropout(self):
-        self.dropout_rate = self.dropout_rate_h = 0.0
-
-    # --- internals ---
-
-    def _check_layers(self, es, what):
-        es = list(es)
-        if len(es) != self.layers:
-            raise ValueError(f"{what}: expected {self.layers} expressions, got {len(es)}")
-        return es
-
-    def _dropout_masks(self):
-        if self.dropout_rate == 0.0 and self.dropout_rate_h == 0.0:
-            return None
-        masks = []
-        for layer in range(self.layers):
-            in_dim = self.input_dim if layer == 0 else self.hidden_dim
-            mx = dropout(ones(in_dim), self.dropout_rate) if self.dropout_rate else None
-            mh = dropout(ones(self.hidden_dim), self.dropout_rate_h) if self.dropout_rate_h else None
-            masks.append((mx, mh))
-        return masks
-
-    def _layer_params(self, layer):
-        # the expressions of a graph are the same for every step: make them once
-        key = (cg_version(), self._update)
-        if self._param_key != key:
-            self._param_key = key
-            self._param_exprs = [[parameter(p, update=self._update) for p in ps] for ps in self._params]
-        return self._param_exprs[layer]
-
-    def _step(self, state, x):
-        masks, has_cell = state._masks, self._has_cell
-        hs, cs = [], []
-        for layer in range(self.layers):
-            h_prev = state._h[layer]
-            if masks is not None:
-                mx, mh = masks[layer]
-                if mx is not None:
-                    x = cmult(x, mx)
-                if mh is not None and h_prev is not None:
-                    h_prev = cmult(h_prev, mh)
-            x, c = self._cell(self._layer_params(layer), x, h_prev,
-                              state._c[layer] if has_cell else None)
-            hs.append(x)
-            cs.append(c)
-        return hs, (cs if has_cell else None)
-
-
 class SimpleRNNBuilder(_RNNBuilder):
     """h_t = tanh(W_x x_t + W_h h_{t-1} + b)"""
     _name = "simple-rnn-builder"
@@ -298,6 +124,11 @@ class VanillaLSTMBuilder(_RNNBuilder):
     def spec(self):
         return dict(super().spec, forget_bias=self.forget_bias)
 
+    def set_dropouts(self, d, d_r):
+        """Dropout on each layer's input (d) and recurrent state (d_r): variational,
+        one mask per sequence, scaled by 1/(1-d) (DyNet's keywords)."""
+        super().set_dropouts(d, d_r)
+
     def _layer_shapes(self, in_dim):
         H = self.hidden_dim
         return [("p_x", (4 * H, in_dim), None), ("p_h", (4 * H, H), None), ("p_bias", (4 * H,), 0.0)]
@@ -323,7 +154,7 @@ class CoupledLSTMBuilder(_RNNBuilder):
     """LSTM with peephole connections and coupled input/forget gates (f = 1 - i),
     DyNet's CoupledLSTMBuilder."""
     _has_cell = True
-    _name = "coupled-lstm-builder"
+    _name = "lstm-builder"           # DyNet's name for its (coupled) LSTMBuilder
 
     def _layer_shapes(self, in_dim):
         H = self.hidden_dim
@@ -385,7 +216,7 @@ class BiRNNBuilder:
         if hidden_dim % 2:
             raise ValueError(f"BiRNNBuilder: hidden_dim must be even, got {hidden_dim}")
         half = hidden_dim // 2
-        self._pc = model.add_subcollection("bi-rnn-builder")
+        self._pc = model.add_subcollection("birnn")
         self._spec = {"num_layers": num_layers, "input_dim": input_dim, "hidden_dim": hidden_dim,
                       "rnn_builder_factory": rnn_builder_factory}
         self.builder_layers = []

@@ -59,6 +59,7 @@ import zlib
 import numpy as np
 
 from autobatch._core import LookupParameters, Parameters
+from autobatch import legacy_names
 from autobatch.builders import savable_class, savable_name
 
 MAGIC = b"AUTOBATCH-PARAMS 2\n"
@@ -277,6 +278,7 @@ def parse_records(data, label):
         if version == 2 and isinstance(header, dict) and header.get("kind") == "end":
             return records, spans, _check_end(header, data, pos, eol, len(records), label)
         kind, name, shape, nbytes = _check_header(header, label, pos)
+        name = legacy_names.migrate(name)   # builders' names before they took DyNet's
         start, stop = eol + 1, eol + 1 + nbytes
         if stop > len(data):
             raise ModelFileError(f"{label}: truncated: {name} needs {nbytes} bytes, "
@@ -596,6 +598,8 @@ def load(basename, params, allow_v1=False):
         raise TypeError(f"dy.load: params must be a ParameterCollection, got {type(params).__name__}")
     label = basename + ".data"
     entries, data_ref = _read_meta(basename + ".meta", allow_v1)
+    for e in entries:
+        e["name"] = legacy_names.migrate(e["name"])
     records, _, digest = parse_records(_read_all(label, None, label), label)
     if data_ref is not None and (digest != data_ref["sha256"] or len(records) != data_ref["records"]):
         raise ModelFileError(f"{basename}: .data and .meta are not from the same dy.save")

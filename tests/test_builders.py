@@ -5,7 +5,8 @@ import pytest
 import autobatch as dy
 from autobatch.testing import check_batching_invariance, check_grad
 
-RNNS = [dy.SimpleRNNBuilder, dy.VanillaLSTMBuilder, dy.CoupledLSTMBuilder, dy.GRUBuilder]
+RNNS = [dy.SimpleRNNBuilder, dy.VanillaLSTMBuilder, dy.CoupledLSTMBuilder, dy.GRUBuilder,
+        dy.FastLSTMBuilder, dy.CompactVanillaLSTMBuilder]
 STRATEGIES = ("depth", "agenda", "critical")
 LENGTHS = (3, 1, 4, 2)
 
