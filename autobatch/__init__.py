@@ -45,7 +45,7 @@ from autobatch.builders import (
     CoupledLSTMBuilder, GRUBuilder,
     BiRNNBuilder, TreeLSTMBuilder, TreeState, register_savable, savable_classes,
 )
-from autobatch.lstm_builders import FastLSTMBuilder, CompactVanillaLSTMBuilder
+from autobatch.lstm_builders import FastLSTMBuilder, CompactVanillaLSTMBuilder, SparseLSTMBuilder
 from autobatch.softmax_builders import (
     SoftmaxBuilder, StandardSoftmaxBuilder, ClassFactoredSoftmaxBuilder,
 )

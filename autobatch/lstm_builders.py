@@ -3,10 +3,12 @@ and `CompactVanillaLSTMBuilder` (the vanilla LSTM with DyNet's fused-node layout
 variational dropout and weight noise). Their parameters are named and ordered as
 DyNet's, and their outputs equal DyNet's for the same parameter values
 (tests/data/builders_dynet.json, recorded with dynet38)."""
+import numpy as np
+
 from autobatch._core import (
-    affine_transform, cmult, logistic, lstm_cell, lstm_gates, lstm_hidden, noise, tanh, zeros,
+    affine_transform, cg_version, cmult, const_parameter, parameter, logistic, lstm_cell, lstm_gates, lstm_hidden, noise, tanh, zeros,
 )
-from autobatch.builders import register_savable
+from autobatch.builders import VanillaLSTMBuilder, register_savable
 from autobatch.rnn_base import _RNNBuilder
 
 
@@ -94,6 +96,60 @@ class CompactVanillaLSTMBuilder(_RNNBuilder):
         return lstm_hidden(c, gates), c
 
 
-for _cls in (FastLSTMBuilder, CompactVanillaLSTMBuilder):
+class SparseLSTMBuilder(VanillaLSTMBuilder):
+    """DyNet's SparseLSTMBuilder: the vanilla LSTM whose weight matrices are pruned
+    by magnitude (Narang et al. 2017). Per layer, in DyNet's creation order (and
+    names, in "/vanilla-lstm-builder/"): W_x, W_h, mask_x, mask_h, b; the step uses
+    W_x * mask_x and W_h * mask_h. The masks start at 1 and take no gradient;
+    `set_sparsity(s)` sets them to 0 on the fraction `s` of all masked weights
+    (W * mask, of every layer together) smallest in magnitude, as DyNet. `get_parameters()` gives per
+    layer [W_x, W_h, b, mask_x, mask_h], as DyNet."""
+
+    def _layer_shapes(self, in_dim):
+        H = self.hidden_dim
+        return [("p_x", (4 * H, in_dim), None), ("p_h", (4 * H, H), None),
+                ("mask_x", (4 * H, in_dim), 1.0), ("mask_h", (4 * H, H), 1.0),
+                ("p_bias", (4 * H,), 0.0)]
+
+    def set_sparsity(self, sparsity):
+        """Prune the fraction `sparsity` (in [0, 1]) of the weights smallest in
+        magnitude (their masks become 0; all others 1)."""
+        s = float(sparsity)
+        if not 0.0 <= s <= 1.0:
+            raise ValueError(f"set_sparsity: sparsity must be in [0, 1], got {sparsity!r}")
+        # the magnitudes of the weights as the step sees them (masked): a pruned weight
+        # stays pruned when the sparsity grows, as in DyNet
+        pairs = [pair for Wx, Wh, mx, mh, _ in self._params for pair in ((Wx, mx), (Wh, mh))]
+        magnitudes = np.concatenate([np.abs(w.as_array() * m.as_array()).ravel(order="F")
+                                     for w, m in pairs])
+        n_pruned = magnitudes.size - int(magnitudes.size * (1.0 - s))
+        keep = np.ones(magnitudes.size, dtype=np.float32)
+        keep[np.argsort(magnitudes, kind="stable")[:n_pruned]] = 0.0
+        start = 0
+        for _, _, mx, mh, _ in self._params:
+            for m in (mx, mh):
+                n = int(np.prod(m.shape()))
+                m.set_value(keep[start:start + n].reshape(m.shape(), order="F"))
+                start += n
+
+    def get_parameters(self):
+        return [[Wx, Wh, b, mx, mh] for Wx, Wh, mx, mh, b in self._params]
+
+    def get_parameter_expressions(self):
+        return [[parameter(p) for p in ps] for ps in self.get_parameters()]
+
+    def _layer_params(self, layer):
+        # the masked weights, made once per graph; the masks are constants
+        key = (cg_version(), self._update)
+        if self._param_key != key:
+            self._param_key, u = key, self._update
+            self._param_exprs = [
+                [cmult(parameter(Wx, update=u), const_parameter(mx)),
+                 cmult(parameter(Wh, update=u), const_parameter(mh)), parameter(b, update=u)]
+                for Wx, Wh, mx, mh, b in self._params]
+        return self._param_exprs[layer]
+
+
+for _cls in (FastLSTMBuilder, CompactVanillaLSTMBuilder, SparseLSTMBuilder):
     register_savable(_cls)
 del _cls

@@ -181,7 +181,12 @@ class _RNNBuilder:
         return self.initial_state(None if vecs is None else [inputVector(v) for v in vecs], update)
 
     def param_collection(self):
+        """The builder's own subcollection (DyNet's name, e.g. "/vanilla-lstm-builder/")."""
         return self._pc
+
+    def whoami(self):
+        """The builder's class name, as DyNet's builders answer."""
+        return type(self).__name__
 
     def get_parameters(self):
         """Per layer, the layer's Parameters."""
@@ -204,6 +209,7 @@ class _RNNBuilder:
         self.dropout_rate, self.dropout_rate_h = float(d), float(d_h)
 
     def disable_dropout(self):
+        """No dropout from the next sequence on."""
         self.dropout_rate = self.dropout_rate_h = 0.0
 
     def set_dropout_masks(self, batch_size=1):

@@ -135,3 +135,30 @@ def test_softmax_builders_batch_and_train():
     check_grad(lambda: dy.esum(build()), pc.parameters_list(), eps=1e-2, rtol=2e-2, atol=2e-3)
     with pytest.raises(ValueError):
         sm.neg_log_softmax_batch(dy.inputVector([1, 2, 3]), [0, 1])
+
+
+def test_sparse_lstm_gradients_batching_and_save(tmp_path):
+    pc = dy.ParameterCollection(seed=7)
+    b = dy.SparseLSTMBuilder(2, 3, 4, pc)
+    b.set_sparsity(0.3)
+    trained = [p for layer in b.get_parameters() for p in layer[:3]]    # not the masks
+    xs = [pc.add_parameters(3) for _ in range(3)]
+    check_grad(lambda: b.initial_state().transduce([dy.parameter(x) for x in xs])[-1],
+               trained + xs, eps=1e-2, rtol=2e-2, atol=2e-3)
+    seqs = [xs[:n] for n in (3, 1, 2)]
+    check_batching_invariance(
+        lambda: [b.initial_state().transduce([dy.parameter(x) for x in s])[-1] for s in seqs],
+        trained + xs)
+    dy.save(str(tmp_path / "m"), [b])
+    (loaded,) = dy.load(str(tmp_path / "m"), dy.ParameterCollection())
+    assert type(loaded) is dy.SparseLSTMBuilder
+    dy.renew_cg()
+    x = [dy.inputVector([0.3, -0.2, 0.1])]
+    np.testing.assert_array_equal(loaded.initial_state().transduce(x)[-1].npvalue(),
+                                  b.initial_state().transduce(x)[-1].npvalue())
+
+
+def test_whoami():
+    pc = dy.ParameterCollection()
+    assert dy.SimpleRNNBuilder(1, 2, 3, pc).whoami() == "SimpleRNNBuilder"
+    assert dy.VanillaLSTMBuilder(1, 2, 3, pc).whoami() == "VanillaLSTMBuilder"

@@ -98,3 +98,25 @@ def test_cluster_file_errors(tmp_path):
     bad.write_text("c0 the\n")
     with pytest.raises(ValueError, match="not in word_dict"):
         dy.ClassFactoredSoftmaxBuilder(3, str(bad), {}, dy.ParameterCollection())
+
+
+def test_sparse_lstm_builder_matches_dynet():
+    rec = FIX["SparseLSTMBuilder"]
+    pc = dy.ParameterCollection()
+    b = dy.SparseLSTMBuilder(2, 3, 4, pc)
+    load_params(pc, rec)
+    b.set_sparsity(0.25)
+    for p in pc.parameters_list():
+        np.testing.assert_array_equal(p.as_array(), np.array(rec["masks"][p.name()], dtype=np.float32))
+    dy.renew_cg()
+    outs = b.initial_state().transduce([dy.inputVector(x) for x in INP["xs"]])
+    for got, want in zip(outs, rec["outputs"]):
+        close(got.npvalue(), want)
+    masks = [layer[3] for layer in b.get_parameters()]
+    before = [m.as_array() for m in masks]
+    dy.sum_elems(dy.esum(outs)).backward()
+    dy.SimpleSGDTrainer(pc, 0.5).update()
+    for m, v in zip(masks, before):                   # constants: no gradient, no change
+        np.testing.assert_array_equal(m.as_array(), v)
+    with pytest.raises(ValueError):
+        b.set_sparsity(1.5)

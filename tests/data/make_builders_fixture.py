@@ -59,6 +59,16 @@ for i, name in enumerate(["SimpleRNNBuilder", "VanillaLSTMBuilder", "CoupledLSTM
         rec["batched_after_1"] = None
     out[name] = rec
 
+# SparseLSTMBuilder after set_sparsity(0.25): weights and masks
+pc = dy.ParameterCollection()
+b = dy.SparseLSTMBuilder(L, IN, H, pc)
+rec = {"params": fill(pc, 20), "names": [p.name() for p in pc.parameters_list()]}
+b.set_sparsity(0.25)
+rec["masks"] = {p.name(): p.as_array().tolist() for p in pc.parameters_list()}
+dy.renew_cg()
+rec["outputs"] = vals(b.initial_state().transduce([dy.inputVector(x) for x in xs]))
+out["SparseLSTMBuilder"] = rec
+
 rep = rng.uniform(-1, 1, size=IN).tolist()
 pc = dy.ParameterCollection()
 sm = dy.StandardSoftmaxBuilder(IN, 5, pc)
