@@ -128,6 +128,17 @@ class DynetParams:
             raise _gpu_error(f"set_requested_gpus({n})")
         self.requested_gpus = 0
 
+    def set_gpu_mask(self, gpu_mask):
+        """DyNet's GPU selection: only a mask of zeros (no GPU) is possible here."""
+        mask = list(gpu_mask)
+        if any(v not in (0, 1) for v in mask):
+            raise ValueError("gpu_mask should only contain 0 and 1s")
+        if any(mask):
+            raise _gpu_error("set_gpu_mask")
+
+    def set_cpu_mode(self):
+        """Run on the CPU: always the case here."""
+
     # ---------------------------------------------------------- sources ----
 
     def from_args(self, shared_parameters=None):
@@ -165,8 +176,7 @@ class DynetParams:
                             ("requested_gpus", self.set_requested_gpus)):
             if key in conf:
                 setter(conf[key])
-        if any(conf.get("gpu_mask") or ()):
-            raise _gpu_error("gpu_mask")
+        self.set_gpu_mask(conf.get("gpu_mask") or ())
 
     def init(self):
         """Apply these settings to the process (from now on)."""

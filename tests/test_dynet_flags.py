@@ -97,6 +97,12 @@ def test_dynet_params_init(restore_settings):
             bad()
     with pytest.raises(TypeError):
         dy.init_from_params({"seed": 1})
+    p.set_cpu_mode()
+    p.set_gpu_mask([0, 0])
+    with pytest.raises(RuntimeError, match="CPU only"):
+        p.set_gpu_mask([0, 1])
+    with pytest.raises(ValueError):
+        p.set_gpu_mask([2])
     p.from_args()      # pytest's argv has no --dynet-* flag: nothing changes
     assert p.random_seed == 666
 
