@@ -98,10 +98,14 @@ def read_cluster_file(fname, word_dict):
             cname, word = fields[0], fields[1].rstrip("\r\n")
             if word not in word_dict:
                 raise ValueError(f"{fname}:{n}: word {word!r} is not in word_dict")
+            wid = word_dict[word]
+            if isinstance(wid, bool) or not isinstance(wid, (int, np.integer)) or wid < 0:
+                raise ValueError(f"{fname}:{n}: word_dict gives {word!r} the id {wid!r}, "
+                                 "not an int >= 0")
             c = classes.setdefault(cname, len(classes))
             if c == len(members):
                 members.append([])
-            members[c].append(int(word_dict[word]))
+            members[c].append(int(wid))
     if not classes:
         raise ValueError(f"{fname}: no classes")
     return list(classes), members

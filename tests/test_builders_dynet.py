@@ -98,6 +98,8 @@ def test_cluster_file_errors(tmp_path):
     bad.write_text("c0 the\n")
     with pytest.raises(ValueError, match="not in word_dict"):
         dy.ClassFactoredSoftmaxBuilder(3, str(bad), {}, dy.ParameterCollection())
+    with pytest.raises(ValueError, match="not an int"):
+        dy.ClassFactoredSoftmaxBuilder(3, str(bad), {"the": -1}, dy.ParameterCollection())
 
 
 def test_sparse_lstm_builder_matches_dynet():
