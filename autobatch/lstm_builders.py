@@ -136,7 +136,12 @@ class SparseLSTMBuilder(VanillaLSTMBuilder):
         return [[Wx, Wh, b, mx, mh] for Wx, Wh, mx, mh, b in self._params]
 
     def get_parameter_expressions(self):
-        return [[parameter(p) for p in ps] for ps in self.get_parameters()]
+        """Per layer [W_x, W_h, b, mask_x, mask_h] as expressions (the masks constant);
+        a ValueError before `initial_state()` in this graph, as in DyNet."""
+        self._check_started()
+        return [[parameter(Wx, update=self._update), parameter(Wh, update=self._update),
+                 parameter(b, update=self._update), const_parameter(mx), const_parameter(mh)]
+                for Wx, Wh, b, mx, mh in self.get_parameters()]
 
     def _layer_params(self, layer):
         # the masked weights, made once per graph; the masks are constants

@@ -148,6 +148,7 @@ class _RNNBuilder:
         self._update = True
         self._param_key = None
         self._sequence_masks = [None]
+        self._started = None       # the graph of the last initial_state()
 
     @property
     def spec(self):
@@ -170,6 +171,7 @@ class _RNNBuilder:
         states, or only the cells); zero when omitted. `update=False`: the parameters
         are not updated by this sequence's gradients."""
         self._update = update
+        self._started = cg_version()
         self._sequence_masks = [self._dropout_masks(1)]
         state = RNNState(self, [None] * self.layers,
                          [None] * self.layers if self._has_cell else None, None,
@@ -193,8 +195,16 @@ class _RNNBuilder:
         return [list(ps) for ps in self._params]
 
     def get_parameter_expressions(self):
-        """Per layer, the layer's parameters as expressions of the current graph."""
-        return [[parameter(p) for p in ps] for ps in self._params]
+        """Per layer, the expressions of the layer's parameters that the builder uses
+        in the current graph. As in DyNet, a ValueError before `initial_state()` has
+        been called in this graph."""
+        self._check_started()
+        return [list(self._layer_params(layer)) for layer in range(self.layers)]
+
+    def _check_started(self):
+        if self._started != cg_version():
+            raise ValueError("get_parameter_expressions: call initial_state() in this "
+                             "computation graph first")
 
     def set_dropout(self, f):
         """Dropout rate `f` on the inputs and the recurrent states."""
