@@ -5,12 +5,12 @@ A builder owns parameters; `initial_state()` starts a sequence and every
 usual; the engine batches the steps of all instances. The LSTM builders record one
 fused node per gate activation, cell update and hidden output (see `lstm_gates`).
 """
-import math
-
 from autobatch._core import (
     affine_transform, cmult, concatenate, logistic, lstm_cell, lstm_gates, lstm_hidden, tanh, zeros,
 )
-from autobatch.rnn_base import RNNState, StackedRNNState, _RNNBuilder  # noqa: F401 (re-exported)
+from autobatch.rnn_base import (  # noqa: F401 (RNNState, StackedRNNState re-exported)
+    RNNState, StackedRNNState, _RNNBuilder, _checked_spec,
+)
 
 
 # ------------------------------------------------- savable classes (dy.save/load) ----
@@ -61,31 +61,6 @@ def savable_name(cls):
 def savable_classes():
     """{name: class} of every registered class."""
     return dict(_SAVABLE)
-
-
-_MAX_SPEC_INT = 2 ** 31 - 1
-
-
-def _checked_spec(cls, spec, ints, floats=(), classes=(), optional=()):
-    """`spec` as keyword arguments for `cls`, after checking its keys and value types
-    (a spec may come from a file: no truncated floats, no strings for numbers)."""
-    if not isinstance(spec, dict):
-        raise TypeError(f"{cls.__name__}.from_spec: spec must be a dict, got {type(spec).__name__}")
-    allowed = set(ints) | set(floats) | set(classes)
-    unknown, missing = set(spec) - allowed, (allowed - set(optional)) - set(spec)
-    if unknown or missing:
-        raise ValueError(f"{cls.__name__}.from_spec: unknown keys {sorted(map(str, unknown))}, "
-                         f"missing keys {sorted(missing)}")
-    for k, v in spec.items():
-        if k in ints:
-            ok = type(v) is int and 1 <= v <= _MAX_SPEC_INT
-        elif k in floats:
-            ok = type(v) in (int, float) and math.isfinite(v)
-        else:
-            ok = isinstance(v, type)
-        if not ok:
-            raise ValueError(f"{cls.__name__}.from_spec: bad value {v!r} for {k}")
-    return spec
 
 
 class SimpleRNNBuilder(_RNNBuilder):

@@ -6,9 +6,36 @@ A builder owns parameters in its own subcollection, named as DyNet names them
 DyNet and by us use the same keys); `initial_state()` starts a sequence and every
 `add_input(x)` returns a new immutable `RNNState`.
 """
+import math
+
 from autobatch._core import (
     Expression, cg_version, cmult, dropout, inputVector, ones, parameter, zeros,
 )
+
+
+_MAX_SPEC_INT = 2 ** 31 - 1
+
+
+def _checked_spec(cls, spec, ints, floats=(), classes=(), optional=()):
+    """`spec` as keyword arguments for `cls`, after checking its keys and value types
+    (a spec may come from a file: no truncated floats, no strings for numbers)."""
+    if not isinstance(spec, dict):
+        raise TypeError(f"{cls.__name__}.from_spec: spec must be a dict, got {type(spec).__name__}")
+    allowed = set(ints) | set(floats) | set(classes)
+    unknown, missing = set(spec) - allowed, (allowed - set(optional)) - set(spec)
+    if unknown or missing:
+        raise ValueError(f"{cls.__name__}.from_spec: unknown keys {sorted(map(str, unknown))}, "
+                         f"missing keys {sorted(missing)}")
+    for k, v in spec.items():
+        if k in ints:
+            ok = type(v) is int and 1 <= v <= _MAX_SPEC_INT
+        elif k in floats:
+            ok = type(v) in (int, float) and math.isfinite(v)
+        else:
+            ok = isinstance(v, type)
+        if not ok:
+            raise ValueError(f"{cls.__name__}.from_spec: bad value {v!r} for {k}")
+    return spec
 
 
 class RNNState:
@@ -159,7 +186,6 @@ class _RNNBuilder:
 
     @classmethod
     def from_spec(cls, spec, model):
-        from autobatch.builders import _checked_spec
         spec = _checked_spec(cls, spec, ("layers", "input_dim", "hidden_dim"),
                              floats=cls._spec_floats, optional=cls._spec_floats)
         return cls(model=model, **spec)
