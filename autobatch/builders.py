@@ -6,7 +6,8 @@ usual; the engine batches the steps of all instances. The LSTM builders record o
 fused node per gate activation, cell update and hidden output (see `lstm_gates`).
 """
 from autobatch._core import (
-    affine_transform, cmult, concatenate, logistic, lstm_cell, lstm_gates, lstm_hidden, tanh, zeros,
+    affine_transform, cdiv, cmult, concatenate, logistic, lstm_cell, lstm_gates, lstm_hidden,
+    mean_elems, sqrt, square, tanh, zeros,
 )
 from autobatch.rnn_base import (  # noqa: F401 (RNNState, StackedRNNState re-exported)
     RNNState, StackedRNNState, _RNNBuilder, _checked_spec,
@@ -84,31 +85,56 @@ class VanillaLSTMBuilder(_RNNBuilder):
 
     Each step records 5 nodes: the input projection (its own node, so that the
     steps of all sequences share one gemm), the recurrent affine transform, and the
-    fused gate, cell and hidden ops."""
+    fused gate, cell and hidden ops.
+
+    `ln_lstm=True`: DyNet's layer-normalised LSTM, gates = b + LN(W_x x; g_x, b_x) +
+    LN(W_h h; g_h, b_h) and h = o * tanh(LN(c; g_c, b_c)), with
+    LN(v; g, b) = g * (v - mean(v)) / (std(v) + 1e-8) + b (a composite of engine ops).
+    Its six layer-norm parameters per layer (g_h, b_h, g_x, b_x of size 4H, g_c, b_c
+    of size H; gains 1, biases 0) are in the builder's collection, named "ln_gh",
+    "ln_bh", ... ("ln_gh_1" for layer 1): DyNet 2.2 puts them unnamed in the parent
+    collection instead; `get_parameters()` gives, as DyNet, the three others."""
     _has_cell = True
     _name = "vanilla-lstm-builder"
     _spec_floats = ("forget_bias",)
+    _spec_bools = ("ln_lstm",)
+    _LN = (("ln_gh", 4, 1.0), ("ln_bh", 4, 0.0), ("ln_gx", 4, 1.0), ("ln_bx", 4, 0.0),
+           ("ln_gc", 1, 1.0), ("ln_bc", 1, 0.0))
 
     def __init__(self, layers, input_dim, hidden_dim, model, ln_lstm=False, forget_bias=1.0):
-        if ln_lstm:
-            raise NotImplementedError("layer-normalised LSTM (ln_lstm=True) is not supported")
         self.forget_bias = float(forget_bias)
+        self.ln_lstm = bool(ln_lstm)
         super().__init__(layers, input_dim, hidden_dim, model)
 
     @property
     def spec(self):
-        return dict(super().spec, forget_bias=self.forget_bias)
+        spec = dict(super().spec, forget_bias=self.forget_bias)
+        if self.ln_lstm:
+            spec["ln_lstm"] = True
+        return spec
 
     def set_dropouts(self, d, d_r):
         """Dropout on each layer's input (d) and recurrent state (d_r): variational,
         one mask per sequence, scaled by 1/(1-d) (DyNet's keywords)."""
         super().set_dropouts(d, d_r)
 
+    def get_parameters(self):
+        """Per layer [W_x, W_h, b] (DyNet's; without the layer-norm parameters)."""
+        return [list(ps[:3]) for ps in self._params]
+
+    def get_parameter_expressions(self):
+        return [ps[:3] for ps in super().get_parameter_expressions()]
+
     def _layer_shapes(self, in_dim):
         H = self.hidden_dim
         return [("p_x", (4 * H, in_dim), None), ("p_h", (4 * H, H), None), ("p_bias", (4 * H,), 0.0)]
 
+    def _layer_extras(self, in_dim):
+        return [(name, (k * self.hidden_dim,), init) for name, k, init in self._LN] if self.ln_lstm else []
+
     def _cell(self, p, x, h, c):
+        if self.ln_lstm:
+            return self._ln_cell(p, x, h, c)
         Wx, Wh, b = p
         # The input projection is its own node: it depends on x only, so all time
         # steps of all sequences can share one large gemm; only W_h h waits for h.
@@ -120,6 +146,23 @@ class VanillaLSTMBuilder(_RNNBuilder):
             c = zeros(self.hidden_dim, batch_size=x.dim()[1])
         c = lstm_cell(gates, [c])
         return lstm_hidden(c, gates), c
+
+    def _ln_cell(self, p, x, h, c):
+        Wx, Wh, b, gh, bh, gx, bx, gc, bc = p
+        pre = b + _layer_norm(Wx * x, gx, bx)
+        if h is not None:
+            pre = pre + _layer_norm(Wh * h, gh, bh)
+        gates = lstm_gates(pre, self.hidden_dim, self.forget_bias)
+        if c is None:
+            c = zeros(self.hidden_dim, batch_size=x.dim()[1])
+        c = lstm_cell(gates, [c])
+        return lstm_hidden(_layer_norm(c, gc, bc), gates), c
+
+
+def _layer_norm(x, g, b):
+    """DyNet's layer_norm over the elements of x (per batch element), as a composite."""
+    xc = x - mean_elems(x)
+    return cmult(g, cdiv(xc, sqrt(mean_elems(square(xc))) + 1e-8)) + b
 
 
 LSTMBuilder = VanillaLSTMBuilder

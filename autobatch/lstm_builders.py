@@ -105,6 +105,11 @@ class SparseLSTMBuilder(VanillaLSTMBuilder):
     (W * mask, of every layer together) smallest in magnitude, as DyNet. `get_parameters()` gives per
     layer [W_x, W_h, b, mask_x, mask_h], as DyNet."""
 
+    def __init__(self, layers, input_dim, hidden_dim, model, ln_lstm=False, forget_bias=1.0):
+        if ln_lstm:
+            raise NotImplementedError("SparseLSTMBuilder: ln_lstm=True is not supported")
+        super().__init__(layers, input_dim, hidden_dim, model, forget_bias=forget_bias)
+
     def _layer_shapes(self, in_dim):
         H = self.hidden_dim
         return [("p_x", (4 * H, in_dim), None), ("p_h", (4 * H, H), None),

@@ -16,12 +16,12 @@ from autobatch._core import (
 _MAX_SPEC_INT = 2 ** 31 - 1
 
 
-def _checked_spec(cls, spec, ints, floats=(), classes=(), optional=()):
+def _checked_spec(cls, spec, ints, floats=(), classes=(), optional=(), bools=()):
     """`spec` as keyword arguments for `cls`, after checking its keys and value types
     (a spec may come from a file: no truncated floats, no strings for numbers)."""
     if not isinstance(spec, dict):
         raise TypeError(f"{cls.__name__}.from_spec: spec must be a dict, got {type(spec).__name__}")
-    allowed = set(ints) | set(floats) | set(classes)
+    allowed = set(ints) | set(floats) | set(classes) | set(bools)
     unknown, missing = set(spec) - allowed, (allowed - set(optional)) - set(spec)
     if unknown or missing:
         raise ValueError(f"{cls.__name__}.from_spec: unknown keys {sorted(map(str, unknown))}, "
@@ -31,6 +31,8 @@ def _checked_spec(cls, spec, ints, floats=(), classes=(), optional=()):
             ok = type(v) is int and 1 <= v <= _MAX_SPEC_INT
         elif k in floats:
             ok = type(v) in (int, float) and math.isfinite(v)
+        elif k in bools:
+            ok = type(v) is bool
         else:
             ok = isinstance(v, type)
         if not ok:
@@ -169,7 +171,9 @@ class _RNNBuilder:
         for layer in range(self.layers):
             in_dim = self.input_dim if layer == 0 else self.hidden_dim
             self._params.append([self._pc.add_parameters(shape, init=init)
-                                 for _, shape, init in self._layer_shapes(in_dim)])
+                                 for _, shape, init in self._layer_shapes(in_dim)]
+                                + [self._pc.add_parameters(shape, init=init, name=name)
+                                   for name, shape, init in self._layer_extras(in_dim)])
         self.dropout_rate = 0.0
         self.dropout_rate_h = 0.0
         self._update = True
@@ -177,17 +181,24 @@ class _RNNBuilder:
         self._sequence_masks = [None]
         self._started = None       # the graph of the last initial_state()
 
+    def _layer_extras(self, in_dim):
+        """(name, shape, init) of named parameters a layer has beyond DyNet's unnamed
+        ones (created after them, so that those keep DyNet's names)."""
+        return []
+
     @property
     def spec(self):
         """Constructor arguments (for dy.save / dy.load)."""
         return {"layers": self.layers, "input_dim": self.input_dim, "hidden_dim": self.hidden_dim}
 
     _spec_floats = ()
+    _spec_bools = ()
 
     @classmethod
     def from_spec(cls, spec, model):
         spec = _checked_spec(cls, spec, ("layers", "input_dim", "hidden_dim"),
-                             floats=cls._spec_floats, optional=cls._spec_floats)
+                             floats=cls._spec_floats, bools=cls._spec_bools,
+                             optional=cls._spec_floats + cls._spec_bools)
         return cls(model=model, **spec)
 
     # --- DyNet's builder API ---

@@ -162,3 +162,28 @@ def test_whoami():
     pc = dy.ParameterCollection()
     assert dy.SimpleRNNBuilder(1, 2, 3, pc).whoami() == "SimpleRNNBuilder"
     assert dy.VanillaLSTMBuilder(1, 2, 3, pc).whoami() == "VanillaLSTMBuilder"
+
+
+def test_layer_normalised_lstm_gradients_batching_and_save(tmp_path):
+    pc = dy.ParameterCollection(seed=8)
+    b = dy.VanillaLSTMBuilder(2, 3, 4, pc, ln_lstm=True)
+    params = b.param_collection().parameters_list()
+    assert len(params) == 18 and params[3].name() == "/vanilla-lstm-builder/ln_gh"
+    xs = [pc.add_parameters(3) for _ in range(3)]
+    check_grad(lambda: b.initial_state().transduce([dy.parameter(x) for x in xs])[-1],
+               params + xs, eps=1e-2, rtol=3e-2, atol=3e-3)
+    seqs = [xs[:n] for n in (3, 1, 2)]
+    check_batching_invariance(
+        lambda: [b.initial_state().transduce([dy.parameter(x) for x in s])[-1] for s in seqs],
+        params + xs)
+    for p in params[3:9]:
+        p.set_value(np.random.default_rng(1).uniform(0.5, 1.5, p.shape()))
+    dy.save(str(tmp_path / "m"), [b])
+    (loaded,) = dy.load(str(tmp_path / "m"), dy.ParameterCollection())
+    assert loaded.ln_lstm
+    dy.renew_cg()
+    x = [dy.inputVector([0.3, -0.2, 0.1])]
+    np.testing.assert_array_equal(loaded.initial_state().transduce(x)[-1].npvalue(),
+                                  b.initial_state().transduce(x)[-1].npvalue())
+    with pytest.raises(NotImplementedError):
+        dy.SparseLSTMBuilder(1, 2, 3, pc, ln_lstm=True)

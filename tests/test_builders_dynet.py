@@ -122,3 +122,19 @@ def test_sparse_lstm_builder_matches_dynet():
         np.testing.assert_array_equal(m.as_array(), v)
     with pytest.raises(ValueError):
         b.set_sparsity(1.5)
+
+
+def test_layer_normalised_lstm_matches_dynet():
+    rec = FIX["VanillaLSTMBuilder_ln"]
+    pc = dy.ParameterCollection()
+    b = dy.VanillaLSTMBuilder(2, 3, 4, pc, ln_lstm=True)
+    # the same creation order as DyNet's (whose layer-norm parameters are in the parent)
+    for p, name in zip(pc.parameters_list(), rec["names"], strict=True):
+        p.set_value(np.array(rec["params"][name]))
+    dy.renew_cg()
+    outs = b.initial_state().transduce([dy.inputVector(x) for x in INP["xs"]])
+    for got, want in zip(outs, rec["outputs"]):
+        close(got.npvalue(), want)
+    close(b.initial_state().add_input(dy.inputTensor(INP["xb"], batched=True)).output().npvalue(),
+          rec["batched_initial"])
+    assert [len(layer) for layer in b.get_parameters()] == [3, 3]

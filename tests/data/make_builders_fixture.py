@@ -59,6 +59,16 @@ for i, name in enumerate(["SimpleRNNBuilder", "VanillaLSTMBuilder", "CoupledLSTM
         rec["batched_after_1"] = None
     out[name] = rec
 
+# VanillaLSTMBuilder(ln_lstm=True): DyNet puts the layer-norm parameters in the parent
+# collection, so every parameter of pc, in creation order
+pc = dy.ParameterCollection()
+b = dy.VanillaLSTMBuilder(L, IN, H, pc, ln_lstm=True)
+rec = {"params": fill(pc, 30), "names": [p.name() for p in pc.parameters_list()]}
+dy.renew_cg()
+rec["outputs"] = vals(b.initial_state().transduce([dy.inputVector(x) for x in xs]))
+rec["batched_initial"] = b.initial_state().add_input(dy.inputTensor(xb, batched=True)).output().npvalue().tolist()
+out["VanillaLSTMBuilder_ln"] = rec
+
 # SparseLSTMBuilder after set_sparsity(0.25): weights and masks
 pc = dy.ParameterCollection()
 b = dy.SparseLSTMBuilder(L, IN, H, pc)
