@@ -13,6 +13,10 @@ MOD_NAMES = [
     "autobatch._kernels_softmax",
     "autobatch._kernels_recurrent",
     "autobatch._kernels_structure",
+    "autobatch._kernels_select",    # select_rows/cols, strided_select, kmax_pooling
+    "autobatch._kernels_sparsemax", # sparsemax, constrained_softmax
+    "autobatch._kernels_linalg",    # inverse, logdet (LAPACK), 3-d contractions
+    "autobatch._kernels_seq",       # kmh_ngram, filter1d_narrow, circular conv/corr
     "autobatch._kernels_conv",  # convolution and max pooling on raw float* images
     "autobatch._kernels_conv_np",   # ... their numpy entry points, for kernel tests
     "autobatch._conv_nodes",    # ... over the images of every node of a batch

@@ -26,6 +26,10 @@ from autobatch._core import (
     concatenate, concatenate_cols, concatenate_to_batch, transpose, reshape,
     lstm_gates, lstm_cell, lstm_hidden, vanilla_lstm_gates, vanilla_lstm_c, vanilla_lstm_h,
     conv2d, conv2d_bias, maxpooling2d,
+    select_rows, select_cols, pickrange, strided_select, kmax_pooling, fold_rows, one_hot,
+    inverse, logdet, trace_of_product, contract3d_1d, contract3d_1d_bias, contract3d_1d_1d,
+    contract3d_1d_1d_bias, sparsemax, constrained_softmax, kmh_ngram, filter1d_narrow,
+    circ_conv, circ_corr,
 )
 # tanh, logistic, rectify, elu, exp, log, ...: one function per line of AB_UNARY_OPS
 # in _elementwise.h

@@ -30,6 +30,14 @@ cdef enum OpId:
     OP_PICK, OP_PICK_RANGE, OP_PICK_BATCH_ELEMS, OP_TRANSPOSE, OP_RESHAPE
     # images (H, W, C): convolution (filter and bias shared), max pooling
     OP_CONV2D, OP_MAXPOOL2D
+    # selections: index lists and strided ranges (per node in ibuf), k-max pooling
+    OP_SELECT_ROWS, OP_SELECT_COLS, OP_STRIDED_SELECT, OP_KMAX_POOLING
+    # sparse softmaxes
+    OP_SPARSEMAX, OP_CONSTRAINED_SOFTMAX
+    # linear algebra and 3-d contractions
+    OP_INVERSE, OP_LOGDET, OP_CONTRACT3D_1D, OP_CONTRACT3D_1D_1D
+    # filters along the columns of a matrix; circular convolution and correlation
+    OP_KMH_NGRAM, OP_FILTER1D_NARROW, OP_CIRC_CONV, OP_CIRC_CORR
     N_FIXED_OPS
 
 cdef const OpDef* op_table() noexcept nogil

@@ -17,6 +17,10 @@ from autobatch._kernels_recurrent cimport *
 from autobatch._kernels_reduce cimport *
 from autobatch._kernels_softmax cimport *
 from autobatch._kernels_structure cimport *
+from autobatch._kernels_select cimport *
+from autobatch._kernels_sparsemax cimport *
+from autobatch._kernels_linalg cimport *
+from autobatch._kernels_seq cimport *
 
 # the fixed ops (ids of the OpId enum), then the API's unary ops of _elementwise.h
 cdef int N_OPS = N_FIXED_OPS + AB_UNARY_API_COUNT
@@ -123,6 +127,25 @@ defop(OP_CONV2D, b"conv2d", -1, conv2d_batch_fwd, conv2d_batch_bwd,
       b"stride: (int, int), is_valid: bool", 1, 1)  # filter and bias shared
 defop(OP_MAXPOOL2D, b"maxpooling2d", 1, maxpool2d_batch_fwd, maxpool2d_batch_bwd,
       b"ksize: (int, int), stride: (int, int), is_valid: bool")
+
+# the per-node index lists and ranges are in ibuf (each node's own), not attributes:
+# nodes that select other rows of same-shaped arguments run as one batch
+defop(OP_SELECT_ROWS, b"select_rows", 1, select_fwd, select_bwd, b"dim: int")
+defop(OP_SELECT_COLS, b"select_cols", 1, select_fwd, select_bwd, b"dim: int")
+defop(OP_STRIDED_SELECT, b"strided_select", 1, strided_fwd, strided_bwd)
+defop(OP_KMAX_POOLING, b"kmax_pooling", 1, kmax_fwd, kmax_bwd, b"dim: int")
+defop(OP_SPARSEMAX, b"sparsemax", 1, sparsemax_fwd, sparsemax_bwd)
+defop(OP_CONSTRAINED_SOFTMAX, b"constrained_softmax", 2, csoftmax_fwd, csoftmax_bwd)
+defop(OP_INVERSE, b"inverse", 1, inverse_fwd, inverse_bwd)
+defop(OP_LOGDET, b"logdet", 1, logdet_fwd, logdet_bwd)
+# with or without the bias (the arity is part of the signature)
+defop(OP_CONTRACT3D_1D, b"contract3d_1d", -1, contract3d_1d_fwd, contract3d_1d_bwd)
+defop(OP_CONTRACT3D_1D_1D, b"contract3d_1d_1d", -1, contract3d_1d_1d_fwd, contract3d_1d_1d_bwd)
+# n and the filter's width follow from the argument shapes (in the signature)
+defop(OP_KMH_NGRAM, b"kmh_ngram", 1, kmh_ngram_fwd, kmh_ngram_bwd)
+defop(OP_FILTER1D_NARROW, b"filter1d_narrow", 2, filter1d_fwd, filter1d_bwd)
+defop(OP_CIRC_CONV, b"circ_conv", 2, circ_fwd, circ_bwd)
+defop(OP_CIRC_CORR, b"circ_corr", 2, circ_fwd, circ_bwd)
 
 # the API's unary ops: one line of _elementwise.h each (their attribute, if any, is
 # the constant A, a float)

@@ -912,3 +912,5 @@ def _pool_variant(name, H, W, C, ksize, stride, valid, bs=1):
 _pool_variant("valid", 4, 5, 2, (2, 2), (2, 2), True)
 _pool_variant("same-overlap", 5, 5, 1, (3, 3), (2, 2), False)
 _pool_variant("batched", 4, 4, 2, (2, 1), (2, 1), True, bs=2)
+import op_cases_select  # noqa: E402,F401  (more cases, registered on import)
+import op_cases_linalg  # noqa: E402,F401

@@ -36,8 +36,11 @@ STRATEGIES = ["none", "depth", "agenda", "critical", LargestFirst.name, HalfOfLo
 BATCHING = ["depth", "agenda", "critical", LargestFirst.name]      # must batch the op's nodes
 DEPTHS = [0, 1, 2, 1, 0]
 # ops whose batched kernel is the per-node loop run over more nodes: bit-equal results;
-# gemm-based ops may sum in another order when more columns are stacked
-GEMM_OPS = {"matmul", "affine_transform", "conv2d"}
+# gemm-based ops may sum in another order when more columns are stacked, and the
+# gradient of a weight shared by every instance (a contraction's tensor, a filter)
+# adds the nodes' terms in batch order rather than in reverse node order
+GEMM_OPS = {"matmul", "affine_transform", "conv2d", "contract3d_1d", "contract3d_1d_1d",
+            "filter1d_narrow"}
 # random ops (dropout, noise) included: they draw by (graph seed, node, element), so
 # every strategy gives them the same numbers
 VARIANTS = all_variants()
