@@ -15,7 +15,8 @@ MOD_NAMES = [
     "autobatch._kernels_structure",
     "autobatch._kernels_select",    # select_rows/cols, strided_select, kmax_pooling
     "autobatch._kernels_sparsemax", # sparsemax, constrained_softmax
-    "autobatch._kernels_linalg",    # inverse, logdet (LAPACK), 3-d contractions
+    "autobatch._kernels_linalg",    # inverse, logdet (LAPACK)
+    "autobatch._kernels_contract",  # 3-d tensor contractions
     "autobatch._kernels_seq",       # kmh_ngram, filter1d_narrow, circular conv/corr
     "autobatch._kernels_conv",  # convolution and max pooling on raw float* images
     "autobatch._kernels_conv_np",   # ... their numpy entry points, for kernel tests

@@ -119,3 +119,11 @@ cdef inline void strided_walk(float* dst, const int* dst_st, const float* src,
                     else:
                         for c0 in range(size[0]):
                             dst[d + c0 * dst_st[0]] = scale * src[s + c0 * src_st[0]]
+
+cdef inline float* elem_val(Node* x, int e) noexcept nogil:
+    """Batch element e of x's values; element 0 when x is not batched (it repeats)."""
+    return x.val + (0 if x.bs == 1 else e * (x.d[0] * x.d[1] * x.d[2] * x.d[3]))
+
+cdef inline float* elem_grad(Node* x, int e) noexcept nogil:
+    """Batch element e of x's gradient; element 0 when x is not batched (it sums)."""
+    return x.grad + (0 if x.bs == 1 else e * (x.d[0] * x.d[1] * x.d[2] * x.d[3]))

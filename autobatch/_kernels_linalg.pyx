@@ -4,28 +4,15 @@ factorisation, in float64 (the matrix is copied to doubles, factorised, and the
 result rounded to float32: n^2 conversions next to an n^3 factorisation, and a
 result as accurate as float32 can hold, where DyNet's float32 Eigen LU loses digits
 on ill-conditioned matrices). A singular matrix gives what DyNet gives: inverse is
-NaN, logdet is -inf (renew_cg(check_validity=True) reports either).
-
-The 3-d contractions of DyNet (contract3d_1d[_1d][_bias]) are BLAS gemv/ger calls on
-the tensor seen as an (I*J, K) matrix, per batch element; an argument with a batch
-of 1 repeats over the others'."""
+NaN, logdet is -inf (renew_cg(check_validity=True) reports either)."""
 from libc.math cimport log, fabs, NAN
 from libc.stdint cimport int32_t
 from libc.string cimport memcpy, memset
-from scipy.linalg.cython_blas cimport sgemv, sger
 from scipy.linalg.cython_lapack cimport dgetrf, dgetri
 
 from autobatch._memory cimport arena_alloc
 from autobatch._nodes cimport *
 from autobatch._kernel_util cimport *
-
-
-cdef inline float* elem(Node* x, int e) noexcept nogil:
-    """Batch element e of x's values (element 0 when x is not batched)."""
-    return x.val + (0 if x.bs == 1 else e * elems(x))
-
-cdef inline float* gelem(Node* x, int e) noexcept nogil:
-    return x.grad + (0 if x.bs == 1 else e * elems(x))
 
 
 # --------------------------------------------------------------- LU ----
@@ -72,7 +59,7 @@ cdef void inverse_fwd(Batch* b) noexcept nogil:
         return
     for j in range(b.n):
         for e in range(n0.bs):
-            lu_inverse(elem(ARG(b, j, 0), e), n, work, ipiv, NODE(b, j).val + e * m, &logabs, &sign)
+            lu_inverse(elem_val(ARG(b, j, 0), e), n, work, ipiv, NODE(b, j).val + e * m, &logabs, &sign)
 
 cdef void inverse_bwd(Batch* b) noexcept nogil:
     # Y = X^-1: dX -= Y^T dY Y^T
@@ -88,7 +75,7 @@ cdef void inverse_bwd(Batch* b) noexcept nogil:
         for e in range(n0.bs):
             y = NODE(b, j).val + e * m
             gemm(b'T', b'N', n, n, n, 1.0, y, n, NODE(b, j).grad + e * m, n, 0.0, t, n)
-            gemm(b'N', b'T', n, n, n, -1.0, t, n, y, n, 1.0, gelem(ARG(b, j, 0), e), n)
+            gemm(b'N', b'T', n, n, n, -1.0, t, n, y, n, 1.0, elem_grad(ARG(b, j, 0), e), n)
 
 
 cdef void logdet_fwd(Batch* b) noexcept nogil:
@@ -109,7 +96,7 @@ cdef void logdet_fwd(Batch* b) noexcept nogil:
             return
         for e in range(n0.bs):
             inv = NODE(b, j).aux + e * m
-            lu_inverse(elem(ARG(b, j, 0), e), n, work, ipiv, inv, &logabs, &sign)
+            lu_inverse(elem_val(ARG(b, j, 0), e), n, work, ipiv, inv, &logabs, &sign)
             NODE(b, j).val[e] = <float>logabs if sign > 0 else NAN
             for r in range(n):              # transpose in place: aux holds X^-T
                 for c in range(r + 1, n):
@@ -127,105 +114,7 @@ cdef void logdet_bwd(Batch* b) noexcept nogil:
     for j in range(b.n):
         for e in range(n0.bs):
             g = NODE(b, j).grad[e]
-            dx = gelem(ARG(b, j, 0), e)
+            dx = elem_grad(ARG(b, j, 0), e)
             inv_t = NODE(b, j).aux + e * m
             for i in range(m):
                 dx[i] += g * inv_t[i]
-
-
-# ------------------------------------------------------- contractions ----
-# A (I, J, K) seen as the column-major (I*J, K) matrix; y (K), z (J).
-# contract3d_1d:    Y(i, j) = sum_k A_ijk y_k (+ B_ij)     args A, y [, B]
-# contract3d_1d_1d: t_i = sum_jk A_ijk y_k z_j (+ b_i)     args A, y, z [, b]
-
-cdef inline void gemv(char tr, int m, int n, float alpha, const float* A, const float* x,
-                      float beta, float* y) noexcept nogil:
-    cdef int one = 1
-    sgemv(&tr, &m, &n, &alpha, <float*>A, &m, <float*>x, &one, &beta, y, &one)
-
-cdef inline void ger(int m, int n, float alpha, const float* x, const float* y, float* A) noexcept nogil:
-    cdef int one = 1
-    sger(&m, &n, &alpha, <float*>x, &one, <float*>y, &one, A, &m)
-
-cdef inline void add_into(float* dst, const float* src, int n) noexcept nogil:
-    cdef int i
-    for i in range(n):
-        dst[i] += src[i]
-
-
-cdef void contract3d_1d_fwd(Batch* b) noexcept nogil:
-    cdef Node* A0 = ARG(b, 0, 0)
-    cdef Node* n0 = NODE(b, 0)
-    cdef int IJ = A0.d[0] * A0.d[1], K = A0.d[2], j, e
-    cdef bint bias = n0.nargs == 3
-    cdef float* out
-    for j in range(b.n):
-        for e in range(n0.bs):
-            out = NODE(b, j).val + e * IJ
-            if bias:
-                memcpy(out, elem(ARG(b, j, 2), e), IJ * sizeof(float))
-            gemv(b'N', IJ, K, 1.0, elem(ARG(b, j, 0), e), elem(ARG(b, j, 1), e),
-                 1.0 if bias else 0.0, out)
-
-cdef void contract3d_1d_bwd(Batch* b) noexcept nogil:
-    cdef Node* A0 = ARG(b, 0, 0)
-    cdef Node* n0 = NODE(b, 0)
-    cdef int IJ = A0.d[0] * A0.d[1], K = A0.d[2], j, e
-    cdef bint want_A = batch_arg_needs_grad(b, 0), want_y = batch_arg_needs_grad(b, 1)
-    cdef bint want_b = n0.nargs == 3 and batch_arg_needs_grad(b, 2)
-    cdef float* dY
-    for j in range(b.n):
-        for e in range(n0.bs):
-            dY = NODE(b, j).grad + e * IJ
-            if want_A:              # dA += dY y^T
-                ger(IJ, K, 1.0, dY, elem(ARG(b, j, 1), e), gelem(ARG(b, j, 0), e))
-            if want_y:              # dy += A^T dY
-                gemv(b'T', IJ, K, 1.0, elem(ARG(b, j, 0), e), dY, 1.0, gelem(ARG(b, j, 1), e))
-            if want_b:
-                add_into(gelem(ARG(b, j, 2), e), dY, IJ)
-
-
-cdef void contract3d_1d_1d_fwd(Batch* b) noexcept nogil:
-    cdef Node* A0 = ARG(b, 0, 0)
-    cdef Node* n0 = NODE(b, 0)
-    cdef int I = A0.d[0], J = A0.d[1], K = A0.d[2], j, e
-    cdef bint bias = n0.nargs == 4
-    cdef float* out
-    cdef float* Ay = arena_alloc(b.scratch, I * J)
-    if Ay == NULL:
-        return
-    for j in range(b.n):
-        for e in range(n0.bs):
-            out = NODE(b, j).val + e * I
-            gemv(b'N', I * J, K, 1.0, elem(ARG(b, j, 0), e), elem(ARG(b, j, 1), e), 0.0, Ay)
-            if bias:
-                memcpy(out, elem(ARG(b, j, 3), e), I * sizeof(float))
-            gemv(b'N', I, J, 1.0, Ay, elem(ARG(b, j, 2), e), 1.0 if bias else 0.0, out)
-
-cdef void contract3d_1d_1d_bwd(Batch* b) noexcept nogil:
-    cdef Node* A0 = ARG(b, 0, 0)
-    cdef Node* n0 = NODE(b, 0)
-    cdef int I = A0.d[0], J = A0.d[1], K = A0.d[2], j, e
-    cdef bint want_A = batch_arg_needs_grad(b, 0), want_y = batch_arg_needs_grad(b, 1)
-    cdef bint want_z = batch_arg_needs_grad(b, 2)
-    cdef bint want_b = n0.nargs == 4 and batch_arg_needs_grad(b, 3)
-    cdef float* dt
-    cdef float* dz_outer = arena_alloc(b.scratch, I * J)     # dt z^T, then A y
-    if dz_outer == NULL:
-        return
-    for j in range(b.n):
-        for e in range(n0.bs):
-            dt = NODE(b, j).grad + e * I
-            if want_A or want_y:    # W = dt z^T (I x J): dA += W y^T, dy += A^T W
-                memset(dz_outer, 0, I * J * sizeof(float))
-                ger(I, J, 1.0, dt, elem(ARG(b, j, 2), e), dz_outer)
-                if want_A:
-                    ger(I * J, K, 1.0, dz_outer, elem(ARG(b, j, 1), e), gelem(ARG(b, j, 0), e))
-                if want_y:
-                    gemv(b'T', I * J, K, 1.0, elem(ARG(b, j, 0), e), dz_outer, 1.0,
-                         gelem(ARG(b, j, 1), e))
-            if want_z:              # dz += (A y)^T dt
-                gemv(b'N', I * J, K, 1.0, elem(ARG(b, j, 0), e), elem(ARG(b, j, 1), e), 0.0, dz_outer)
-                gemv(b'T', I, J, 1.0, dz_outer, dt, 1.0, gelem(ARG(b, j, 2), e))
-            if want_b:
-                add_into(gelem(ARG(b, j, 3), e), dt, I)

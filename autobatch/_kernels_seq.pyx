@@ -11,13 +11,6 @@ from autobatch._optable cimport OP_CIRC_CONV
 from autobatch._kernel_util cimport *
 
 
-cdef inline float* elem(Node* x, int e) noexcept nogil:
-    return x.val + (0 if x.bs == 1 else e * elems(x))
-
-cdef inline float* gelem(Node* x, int e) noexcept nogil:
-    return x.grad + (0 if x.bs == 1 else e * elems(x))
-
-
 # ------------------------------------------------------------ kmh_ngram ----
 # Y[:, c] = X[:, c] + ... + X[:, c + n - 1]; X (R, C), Y (R, C - n + 1)
 
@@ -29,7 +22,7 @@ cdef void kmh_ngram_fwd(Batch* b) noexcept nogil:
     cdef float* y
     for j in range(b.n):
         for e in range(n0.bs):
-            x = elem(ARG(b, j, 0), e)
+            x = elem_val(ARG(b, j, 0), e)
             y = NODE(b, j).val + e * R * OC
             for c in range(OC):
                 for r in range(R):
@@ -48,7 +41,7 @@ cdef void kmh_ngram_bwd(Batch* b) noexcept nogil:
     cdef float* dy
     for j in range(b.n):
         for e in range(n0.bs):
-            dx = gelem(ARG(b, j, 0), e)
+            dx = elem_grad(ARG(b, j, 0), e)
             dy = NODE(b, j).grad + e * R * OC
             for c in range(OC):
                 for t in range(N):
@@ -73,7 +66,7 @@ cdef void filter1d_fwd(Batch* b) noexcept nogil:
     for j in range(b.n):
         for e in range(n0.bs):
             for c in range(OC):
-                gemv(b'T', RW, NF, 1.0, elem(ARG(b, j, 1), e), elem(ARG(b, j, 0), e) + c * R,
+                gemv(b'T', RW, NF, 1.0, elem_val(ARG(b, j, 1), e), elem_val(ARG(b, j, 0), e) + c * R,
                      0.0, NODE(b, j).val + e * NF * OC + c * NF)
 
 cdef void filter1d_bwd(Batch* b) noexcept nogil:
@@ -88,11 +81,11 @@ cdef void filter1d_bwd(Batch* b) noexcept nogil:
             for c in range(OC):
                 dy = NODE(b, j).grad + e * NF * OC + c * NF
                 if want_x:          # dx_c += F dy_c
-                    gemv(b'N', RW, NF, 1.0, elem(ARG(b, j, 1), e), dy, 1.0,
-                         gelem(ARG(b, j, 0), e) + c * R)
+                    gemv(b'N', RW, NF, 1.0, elem_val(ARG(b, j, 1), e), dy, 1.0,
+                         elem_grad(ARG(b, j, 0), e) + c * R)
                 if want_f:          # dF += x_c dy_c^T
-                    sger(&RW, &NF, &alpha, elem(ARG(b, j, 0), e) + c * R, &one, dy, &one,
-                         gelem(ARG(b, j, 1), e), &RW)
+                    sger(&RW, &NF, &alpha, elem_val(ARG(b, j, 0), e) + c * R, &one, dy, &one,
+                         elem_grad(ARG(b, j, 1), e), &RW)
 
 
 # ------------------------------------------------- circ_conv, circ_corr ----
@@ -113,8 +106,8 @@ cdef void circ_fwd(Batch* b) noexcept nogil:
     cdef float s
     for j in range(b.n):
         for e in range(n0.bs):
-            u = elem(ARG(b, j, 0), e)
-            v = elem(ARG(b, j, 1), e)
+            u = elem_val(ARG(b, j, 0), e)
+            v = elem_val(ARG(b, j, 1), e)
             y = NODE(b, j).val + e * n
             for k in range(n):
                 s = 0.0
@@ -134,10 +127,10 @@ cdef void circ_bwd(Batch* b) noexcept nogil:
     cdef float* dy
     for j in range(b.n):
         for e in range(n0.bs):
-            u = elem(ARG(b, j, 0), e)
-            v = elem(ARG(b, j, 1), e)
-            du = gelem(ARG(b, j, 0), e)
-            dv = gelem(ARG(b, j, 1), e)
+            u = elem_val(ARG(b, j, 0), e)
+            v = elem_val(ARG(b, j, 1), e)
+            du = elem_grad(ARG(b, j, 0), e)
+            dv = elem_grad(ARG(b, j, 1), e)
             dy = NODE(b, j).grad + e * n
             for k in range(n):
                 for i in range(n):

@@ -20,6 +20,7 @@ from autobatch._kernels_structure cimport *
 from autobatch._kernels_select cimport *
 from autobatch._kernels_sparsemax cimport *
 from autobatch._kernels_linalg cimport *
+from autobatch._kernels_contract cimport *
 from autobatch._kernels_seq cimport *
 
 # the fixed ops (ids of the OpId enum), then the API's unary ops of _elementwise.h
@@ -138,9 +139,10 @@ defop(OP_SPARSEMAX, b"sparsemax", 1, sparsemax_fwd, sparsemax_bwd)
 defop(OP_CONSTRAINED_SOFTMAX, b"constrained_softmax", 2, csoftmax_fwd, csoftmax_bwd)
 defop(OP_INVERSE, b"inverse", 1, inverse_fwd, inverse_bwd)
 defop(OP_LOGDET, b"logdet", 1, logdet_fwd, logdet_bwd)
-# with or without the bias (the arity is part of the signature)
-defop(OP_CONTRACT3D_1D, b"contract3d_1d", -1, contract3d_1d_fwd, contract3d_1d_bwd)
-defop(OP_CONTRACT3D_1D_1D, b"contract3d_1d_1d", -1, contract3d_1d_1d_fwd, contract3d_1d_1d_bwd)
+# with or without the bias (the arity is part of the signature); the tensor is shared
+# by identity (one gemm over the stacked vectors of a batch, as matmul's W)
+defop(OP_CONTRACT3D_1D, b"contract3d_1d", -1, contract3d_1d_fwd, contract3d_1d_bwd, b"", 0)
+defop(OP_CONTRACT3D_1D_1D, b"contract3d_1d_1d", -1, contract3d_1d_1d_fwd, contract3d_1d_1d_bwd, b"", 0)
 # n and the filter's width follow from the argument shapes (in the signature)
 defop(OP_KMH_NGRAM, b"kmh_ngram", 1, kmh_ngram_fwd, kmh_ngram_bwd)
 defop(OP_FILTER1D_NARROW, b"filter1d_narrow", 2, filter1d_fwd, filter1d_bwd)
