@@ -142,6 +142,13 @@ cdef void kmax_fwd(Batch* b) noexcept nogil:
                             y[e * m + (o * K + taken) * inner + t] = x[base + l * inner]
                             pos[e * m + (o * K + taken) * inner + t] = base + l * inner
                             taken += 1
+                    # NaNs compare false: fill the rest with them, so that every
+                    # output (and the position backward writes to) is set
+                    for l in range(L):
+                        if taken < K and not x[base + l * inner] >= c:
+                            y[e * m + (o * K + taken) * inner + t] = x[base + l * inner]
+                            pos[e * m + (o * K + taken) * inner + t] = base + l * inner
+                            taken += 1
 
 cdef void kmax_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):

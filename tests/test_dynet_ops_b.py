@@ -139,3 +139,24 @@ def test_nodes_with_other_rows_or_ranges_batch_and_keep_their_own():
             np.testing.assert_array_equal(o.npvalue(), a[[k, 3 - k]])
         for k, o in enumerate(outs[4:]):
             np.testing.assert_array_equal(o.npvalue(), a[k % 2::2])
+
+
+def test_non_finite_values_never_crash():
+    """NaN and infinities (made by sqrt(-1) and exp(200)) through forward and backward:
+    kmax_pooling fills every output position (NaN compares false), the loops of
+    sparsemax and constrained_softmax end, LAPACK gets NaN."""
+    pc = dy.ParameterCollection(seed=0)
+    p = pc.add_parameters((3, 6))
+    q = pc.add_parameters((3, 3))
+    odd = np.array([[-1.0, 1, 1, -1, 1, 1], [1, 1, 1, 1, 1, 1], [-1, -1, -1, -1, -1, -1]])
+    for k in range(1, 7):
+        dy.renew_cg()
+        x = dy.cmult(p, dy.sqrt(dy.inputTensor(odd))) + dy.exp(dy.inputTensor(np.eye(3, 6) * 200))
+        outs = [dy.kmax_pooling(x, k), dy.sparsemax(dy.pick(x, 0, 0)),
+                dy.constrained_softmax(dy.pick(x, 0, 0), dy.pick(x, 2, 0)),
+                dy.inverse(dy.cmult(q, dy.select_cols(x, [0, 1, 2]))),
+                dy.logdet(dy.cmult(q, dy.select_cols(x, [3, 4, 5])))]
+        loss = dy.esum([dy.sum_elems(o) for o in outs])
+        loss.value()
+        loss.backward()
+        assert dy.kmax_pooling(x, k).dim() == ((3, k), 1)
