@@ -21,7 +21,11 @@ def inverse(x):
     """The inverse of the square matrix x (n, n), per batch element. Computed in float64
     through LAPACK's LU (getrf/getri) and rounded to float32. A singular matrix gives
     NaN, as DyNet gives NaN/inf (renew_cg(check_validity=True) raises on it).
-    Backward: dX -= Y^T dY Y^T."""
+    Backward: dX -= Y^T dY Y^T. Nodes of one shape run as one batch (a loop over
+    their matrices).
+
+        inverse(dy.inputTensor([[2.0, 0.0], [0.0, 4.0]]))    # [[0.5, 0], [0, 0.25]]
+    """
     cdef Expression e = _as_expr(x)
     cdef Node* n = _square("inverse", e)
     return _wrap(_here().add_node(OP_INVERSE, 1, &e.idx, _like(n, n.bs)))
@@ -30,7 +34,7 @@ def inverse(x):
 def logdet(x):
     """log(det x) of the square matrix x, (1,) per batch element: float64 LU through
     LAPACK. As DyNet: -inf for a singular matrix, NaN for a negative determinant.
-    Backward: dX += g X^-T (kept from forward)."""
+    Backward: dX += g X^-T (kept from forward). Nodes of one shape run as one batch."""
     cdef Expression e = _as_expr(x)
     cdef Node* n = _square("logdet", e)
     return _wrap(_here().add_node(OP_LOGDET, 1, &e.idx, _matrix_shape("logdet", 1, 1, n.bs)))
@@ -96,8 +100,14 @@ cdef Expression _contract(str op, int opid, object x, list vectors, object bias)
 
 
 def contract3d_1d(x, y):
-    """z_ij = sum_k x_ijk y_k: a 3-d tensor x (I, J, K) and a vector y (K,) give (I, J).
-    Per batch element (a batch of 1 repeats); one gemv each."""
+    """z_ij = sum_k x_ijk y_k: a 3-d tensor x (I, J, K) and a vector y (K,) give (I, J)
+    (always 2-d, as DyNet). Per batch element (a batch of 1 repeats). x is shared by
+    identity, as matmul's W: the nodes of a batch have the same x (a parameter, say)
+    and their y's are multiplied by it in one gemm; nodes with other x's batch apart.
+
+        W = pc.add_parameters((4, 5, 3))
+        scores = [dy.contract3d_1d(W, h) for h in states]     # one sgemm for all
+    """
     return _contract("contract3d_1d", OP_CONTRACT3D_1D, x, [y], None)
 
 
@@ -108,7 +118,8 @@ def contract3d_1d_bias(x, y, b):
 
 def contract3d_1d_1d(x, y, z):
     """t_i = sum_jk x_ijk y_k z_j: x (I, J, K), y (K,), z (J,) give (I,) (contract3d_1d
-    then a matrix-vector product). Per batch element; DyNet refuses batches."""
+    then a matrix-vector product). Per batch element; DyNet refuses batches. Batches
+    as contract3d_1d: x shared, x y of all nodes in one gemm."""
     return _contract("contract3d_1d_1d", OP_CONTRACT3D_1D_1D, x, [y, z], None)
 
 
@@ -121,7 +132,10 @@ def sparsemax(x):
     """Sparsemax of a vector (Martins and Astudillo 2016): the Euclidean projection of x
     onto the probability simplex, max(x - tau, 0) summing to 1; most entries are
     exactly 0 and get no gradient. Each batch element on its own (DyNet refuses
-    batches)."""
+    batches); nodes of one shape run as one batch.
+
+        sparsemax(dy.inputVector([0.5, 1.2, -0.3, 1.0]))     # [0, 0.6, 0, 0.4]
+    """
     cdef Expression e = _as_expr(x)
     cdef Node* n = _check(e)
     _vector_rows("sparsemax", n, "x")
@@ -133,7 +147,7 @@ def constrained_softmax(x, y):
     entries whose probability would exceed their bound are capped at it and the rest
     share the remaining mass as a softmax does. Vectors of one size; per batch element
     (a batch of 1 repeats; DyNet refuses batches). The bounds must leave some mass
-    (sum of y > 1), as in DyNet."""
+    (sum of y > 1), as in DyNet. Nodes of one shape run as one batch."""
     cdef Expression a = _as_expr(x), b = _as_expr(y)
     cdef Node* na = _check(a)
     cdef int r = _vector_rows("constrained_softmax", na, "x")
@@ -145,7 +159,8 @@ def constrained_softmax(x, y):
 
 def kmh_ngram(x, v):
     """Sums of v consecutive columns of the matrix x (R, C): (R, C - v + 1), column c the
-    sum of columns c .. c + v - 1. Per batch element."""
+    sum of columns c .. c + v - 1. Per batch element; nodes with the same shapes (so
+    the same v) run as one batch."""
     cdef Expression e = _as_expr(x)
     cdef Node* n = _check(e)
     k = _as_index(v, "kmh_ngram")
@@ -160,7 +175,8 @@ def filter1d_narrow(x, y):
     """Narrow 1-d filtering of the matrix x (R, C) (a column per position) with the
     filters y (R, W, F) (or (R, W): F = 1): (F, C - W + 1), entry (f, c) the sum of
     x[:, c:c+W] * y[:, :, f] (a correlation: the filter is not flipped, as DyNet).
-    Per batch element; one gemv per output column."""
+    Per batch element; one gemv per output column. Nodes of the same shapes run as
+    one batch (the filters need not be the same node)."""
     cdef Expression a = _as_expr(x), b = _as_expr(y)
     cdef Node* nx = _check(a)
     cdef Node* nf = _check(b)
@@ -186,11 +202,13 @@ cdef Expression _circular(int op, object u, object v):
 
 def circ_conv(u, v):
     """Circular convolution of two vectors of size n: y_k = sum_i u_i v_((k - i) mod n).
-    Per batch element (a batch of 1 repeats; DyNet refuses batches)."""
+    Per batch element (a batch of 1 repeats; DyNet refuses batches); nodes of one
+    size run as one batch."""
     return _circular(OP_CIRC_CONV, u, v)
 
 
 def circ_corr(u, v):
     """Circular correlation of two vectors of size n: y_k = sum_i u_i v_((i + k) mod n).
-    Per batch element (a batch of 1 repeats; DyNet refuses batches)."""
+    Per batch element (a batch of 1 repeats; DyNet refuses batches); nodes of one
+    size run as one batch."""
     return _circular(OP_CIRC_CORR, u, v)

@@ -50,7 +50,8 @@ def select_cols(x, cs):
 
 
 def pickrange(x, s, e, d=0):
-    """DyNet's other name of pick_range: elements [s, e) along dimension d."""
+    """DyNet's other name of pick_range: elements [s, e) along dimension d, which keeps
+    its place with size e - s (batches as pick_range: the start is per node)."""
     return pick_range(_as_expr(x), s, e, d)
 
 
@@ -108,6 +109,7 @@ def kmax_pooling(x, k, d=1):
     """The k largest values along dimension d, in the order they appear there (DyNet's
     rule: the values >= the k-th largest, the first k of them): dimension d becomes k,
     the others and the batch are kept. The gradient goes to the chosen elements.
+    Nodes of one shape and d run as one batch.
 
         kmax_pooling(M, 2)          # the 2 largest of each row of M, in order
     """
