@@ -127,3 +127,19 @@ cdef inline float* elem_val(Node* x, int e) noexcept nogil:
 cdef inline float* elem_grad(Node* x, int e) noexcept nogil:
     """Batch element e of x's gradient; element 0 when x is not batched (it sums)."""
     return x.grad + (0 if x.bs == 1 else e * (x.d[0] * x.d[1] * x.d[2] * x.d[3]))
+
+cdef inline void gemv(char tr, int m, int n, float alpha, const float* A, const float* x,
+                      float beta, float* y) noexcept nogil:
+    """y = alpha op(A) x + beta y for the column-major m x n matrix A (lda = m)."""
+    cdef int one = 1
+    sgemv(&tr, &m, &n, &alpha, <float*>A, &m, <float*>x, &one, &beta, y, &one)
+
+cdef inline void ger(int m, int n, float alpha, const float* x, const float* y, float* A) noexcept nogil:
+    """A += alpha x y^T for the column-major m x n matrix A (lda = m)."""
+    cdef int one = 1
+    sger(&m, &n, &alpha, <float*>x, &one, <float*>y, &one, A, &m)
+
+cdef inline int descending(const void* a, const void* b) noexcept nogil:
+    """qsort's order of floats, largest first."""
+    cdef float x = (<const float*>a)[0], y = (<const float*>b)[0]
+    return (x < y) - (x > y)

@@ -11,21 +11,11 @@ one gemm over the stacked y's, and backward's dA and dy are one gemm each. Other
 (a batched A, or a y that repeats over a batched z or bias) a gemv per batch element;
 an argument with a batch of 1 repeats over the others'."""
 from libc.string cimport memcpy, memset
-from scipy.linalg.cython_blas cimport sgemv, sger
 
 from autobatch._memory cimport arena_alloc
 from autobatch._nodes cimport *
 from autobatch._kernel_util cimport *
 
-
-cdef inline void gemv(char tr, int m, int n, float alpha, const float* A, const float* x,
-                      float beta, float* y) noexcept nogil:
-    cdef int one = 1
-    sgemv(&tr, &m, &n, &alpha, <float*>A, &m, <float*>x, &one, &beta, y, &one)
-
-cdef inline void ger(int m, int n, float alpha, const float* x, const float* y, float* A) noexcept nogil:
-    cdef int one = 1
-    sger(&m, &n, &alpha, <float*>x, &one, <float*>y, &one, A, &m)
 
 cdef inline bint one_gemm(Batch* b) noexcept nogil:
     """Whether A y of the whole batch is one gemm: A (shared) unbatched, and the y's

@@ -104,10 +104,6 @@ cdef void strided_bwd(Batch* b) noexcept nogil:
 # largest, the first k of them in their order (DyNet's rule, ties to the earliest).
 # Their positions in x are kept as ints in aux for backward.
 
-cdef int descending(const void* a, const void* b) noexcept nogil:
-    cdef float x = (<const float*>a)[0], y = (<const float*>b)[0]
-    return (x < y) - (x > y)
-
 cdef void kmax_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
     cdef Node* x0 = ARG(b, 0, 0)

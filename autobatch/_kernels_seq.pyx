@@ -4,7 +4,6 @@ consecutive columns) and filter1d_narrow (narrow 1-d correlation with filters of
 several columns); circular convolution and correlation of vectors. Per batch
 element; an argument with a batch of 1 repeats over the others'. The sizes (n, the
 filter's width) follow from the shapes, which are part of the signature."""
-from scipy.linalg.cython_blas cimport sgemv, sger
 
 from autobatch._nodes cimport *
 from autobatch._optable cimport OP_CIRC_CONV
@@ -54,11 +53,6 @@ cdef void kmh_ngram_bwd(Batch* b) noexcept nogil:
 # Y[f, c] = sum_{r, w} X[r, c + w] F[r, w, f]. Columns c .. c + W - 1 of X are R * W
 # consecutive floats, so Y[:, c] = F^T x_c is one gemv with F as an (R W, NF) matrix.
 
-cdef inline void gemv(char tr, int m, int n, float alpha, const float* A, const float* x,
-                      float beta, float* y) noexcept nogil:
-    cdef int one = 1
-    sgemv(&tr, &m, &n, &alpha, <float*>A, &m, <float*>x, &one, &beta, y, &one)
-
 cdef void filter1d_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
     cdef Node* f0 = ARG(b, 0, 1)
@@ -72,8 +66,7 @@ cdef void filter1d_fwd(Batch* b) noexcept nogil:
 cdef void filter1d_bwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
     cdef Node* f0 = ARG(b, 0, 1)
-    cdef int NF = rows(n0), OC = cols(n0), R = rows(f0), RW = R * f0.d[1], j, e, c, one = 1
-    cdef float alpha = 1.0
+    cdef int NF = rows(n0), OC = cols(n0), R = rows(f0), RW = R * f0.d[1], j, e, c
     cdef bint want_x = batch_arg_needs_grad(b, 0), want_f = batch_arg_needs_grad(b, 1)
     cdef float* dy
     for j in range(b.n):
@@ -84,8 +77,7 @@ cdef void filter1d_bwd(Batch* b) noexcept nogil:
                     gemv(b'N', RW, NF, 1.0, elem_val(ARG(b, j, 1), e), dy, 1.0,
                          elem_grad(ARG(b, j, 0), e) + c * R)
                 if want_f:          # dF += x_c dy_c^T
-                    sger(&RW, &NF, &alpha, elem_val(ARG(b, j, 0), e) + c * R, &one, dy, &one,
-                         elem_grad(ARG(b, j, 1), e), &RW)
+                    ger(RW, NF, 1.0, elem_val(ARG(b, j, 0), e) + c * R, dy, elem_grad(ARG(b, j, 1), e))
 
 
 # ------------------------------------------------- circ_conv, circ_corr ----

@@ -11,11 +11,6 @@ from autobatch._nodes cimport *
 from autobatch._kernel_util cimport *
 
 
-cdef int descending(const void* a, const void* b) noexcept nogil:
-    cdef float x = (<const float*>a)[0], y = (<const float*>b)[0]
-    return (x < y) - (x > y)
-
-
 # ------------------------------------------------------------- sparsemax ----
 # y = max(x - tau, 0), tau such that y sums to 1: with z = x sorted descending, the
 # support is the largest k with 1 + k z_k > z_1 + ... + z_k. Backward on the support
