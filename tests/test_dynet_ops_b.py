@@ -55,6 +55,20 @@ def test_dynet_edge_cases():
     np.testing.assert_array_equal(value(dy.one_hot(3, 2)), [0, 0, 1])
 
 
+@pytest.mark.parametrize("k,grad", [
+    (1, [[0, 1, 0, 0, 0], [1, 0, 0, 0, 0]]),
+    (2, [[0, 1, 1, 0, 0], [1, 1, 0, 0, 0]]),
+])
+def test_kmax_ties_gradient_as_dynet(k, grad):
+    """DyNet 2.2's gradients (read off dynet38): ties go to the earliest positions."""
+    dy.renew_cg()
+    x = dy.inputTensor(np.array([[1.0, 3, 3, 2, 3], [5, 5, 0, 5, 1]]))
+    loss = dy.sum_elems(dy.kmax_pooling(x, k))
+    loss.value()
+    loss.backward(full=True)
+    np.testing.assert_array_equal(x.gradient(), grad)
+
+
 def test_singular_input_is_reported_under_check_validity():
     dy.renew_cg(check_validity=True)
     with pytest.raises(FloatingPointError, match="inverse"):
