@@ -95,6 +95,7 @@ def strided_select(x, strides, range_from, range_to):
         if not 0 <= s < t <= size:
             raise IndexError(f"{name}: range [{s}, {t}) of {'the batch' if a == MAX_DIMS else f'dimension {k}'} "
                              f"is not a non-empty part of [0, {size})")
+        st = min(st, size)      # a longer step takes one element all the same
         first[a], step[a] = s, st
         if a == MAX_DIMS:
             bs = (t - s + st - 1) // st
