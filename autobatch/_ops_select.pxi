@@ -152,7 +152,9 @@ def one_hot(d, idx, device=""):
     _cpu_only(device, "one_hot")
     size = _as_size(d, "one_hot")
     batched = not isinstance(idx, (int, np.integer))
+    _shape_from("one_hot", size, 1)             # within a node's limits, before allocating
     idx = _index_values(idx if batched else [idx], size, "one_hot", "idx")
+    _shape_from("one_hot", size, len(idx))
     a = np.zeros((size, len(idx)), dtype=np.float32)
     a[idx, np.arange(len(idx))] = 1.0
     return inputTensor(a if batched else a[:, 0], batched=batched)
