@@ -142,13 +142,14 @@ cdef void contract3d_1d_1d_fwd(Batch* b) noexcept nogil:
         for e in range(n0.bs):
             if not shared:
                 gemv(b'N', I * J, K, 1.0, elem_val(ARG(b, j, 0), e), elem_val(ARG(b, j, 1), e), 0.0, Ay)
-            gemv(b'N', I, J, 1.0, Ay + ((j * n0.bs + e) * I * J if shared else 0),
+            gemv(b'N', I, J, 1.0, Ay + (<size_t>(j * n0.bs + e) * I * J if shared else 0),
                  elem_val(ARG(b, j, 2), e), 1.0 if bias else 0.0, NODE(b, j).val + e * I)
 
 cdef void contract3d_1d_1d_bwd(Batch* b) noexcept nogil:
     cdef Node* A0 = ARG(b, 0, 0)
     cdef Node* n0 = NODE(b, 0)
-    cdef int I = A0.d[0], J = A0.d[1], K = A0.d[2], IJ = A0.d[0] * A0.d[1], j, e, col
+    cdef int I = A0.d[0], J = A0.d[1], K = A0.d[2], IJ = A0.d[0] * A0.d[1], j, e
+    cdef size_t col                 # the stacked columns may hold more than 2^31 floats
     cdef bint shared = one_gemm(b)
     cdef int M = n0.bs * b.n if shared else 1
     if n0.nargs == 4:
@@ -165,7 +166,7 @@ cdef void contract3d_1d_1d_bwd(Batch* b) noexcept nogil:
         A, y = ARG(b, j, 0), ARG(b, j, 1)
         for e in range(n0.bs):
             dt = NODE(b, j).grad + e * I
-            col = (j * n0.bs + e) * IJ if shared else 0
+            col = <size_t>(j * n0.bs + e) * IJ if shared else 0
             if not shared:
                 gemv(b'N', IJ, K, 1.0, elem_val(A, e), elem_val(y, e), 0.0, Ay)
             if ARG(b, j, 2).flags & F_NEEDS_GRAD:       # dz += (A y)^T dt

@@ -43,7 +43,7 @@ cdef int lu_inverse(const float* a, int n, double* work, int* ipiv, float* inv,
     return info
 
 cdef double* lu_work(Batch* b, int n, int** ipiv) noexcept nogil:
-    cdef double* w = <double*>arena_alloc(b.scratch, 4 * n * n + n)   # 2 n^2 doubles, n ints
+    cdef double* w = <double*>arena_alloc(b.scratch, <size_t>4 * n * n + n)   # 2 n^2 doubles, n ints
     if w != NULL:
         ipiv[0] = <int*>(w + 2 * n * n)
     return w
