@@ -28,6 +28,7 @@ MOD_NAMES = [
     "autobatch._executor",      # running batches forward
     "autobatch._backward",      # the reverse pass
     "autobatch._stats",         # statistics and debug views
+    "autobatch._checkpoints",   # cg_revert: dropping nodes, signatures and computed batches
     "autobatch._graph",         # node storage and the graph's public methods
     "autobatch._core",          # the DyNet-style expression API
 ]

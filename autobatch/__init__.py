@@ -13,7 +13,7 @@ from autobatch._strategies import (
 )
 from autobatch._core import (
     Expression, Parameters, LookupParameters,
-    renew_cg, cg_version, cg, set_random_seed,
+    renew_cg, cg_version, cg, set_random_seed, cg_checkpoint, cg_revert, print_text_graphviz,
     parameter, const_parameter, lookup, lookup_batch,
     inputTensor, inputVector, scalarInput, inputMatrix,
     zeros, ones, constant, random_normal, random_uniform,

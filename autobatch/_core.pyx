@@ -14,7 +14,7 @@ from libc.string cimport memcpy, memset
 from autobatch._nodes cimport *
 from autobatch._optable cimport *
 from autobatch._random cimport *
-from autobatch._graph cimport ComputationGraph
+from autobatch._graph cimport ComputationGraph, new_version
 from autobatch._kernels_conv cimport (ConvGeom, conv_geom, pool_geom, GEOM_OK, GEOM_BAD_ARG,
                                       GEOM_FILTER_TOO_BIG)
 

@@ -16,7 +16,6 @@ cdef extern from *:
     PyObject* ab_thread_graph
 
 cdef object _thread_graphs = threading.local()
-cdef int _last_version = 0
 cdef uint64_t _seed_state = 0x5DEECE66D
 
 
@@ -43,20 +42,39 @@ def renew_cg(immediate_compute=False, check_validity=False, strategy=None, autob
     autobatching=False is the same as strategy="none". DyNet's debugging switches:
     immediate_compute computes every node when it is created, check_validity raises
     FloatingPointError on the first NaN or infinity."""
-    global _last_version, _seed_state
+    global _seed_state
     if autobatching is not None and not autobatching:
         if strategy not in (None, "none"):
             raise ValueError("autobatching=False and a batching strategy contradict each other")
         strategy = "none"
     cdef ComputationGraph g = _here()
-    _last_version += 1
     _seed_state += 1
-    g.renew(strategy, _last_version, _seed_state, immediate_compute, check_validity)
+    g.renew(strategy, new_version(), _seed_state, immediate_compute, check_validity)
     return g
 
 
 def cg_version():
+    """The current graph's version: it changes with renew_cg, and with cg_revert
+    (expressions made before the checkpoint stay valid)."""
     return _here().version
+
+
+def cg_checkpoint():
+    """Remember the current graph as it is (DyNet's cg_checkpoint); checkpoints nest."""
+    _here().checkpoint()
+
+
+def cg_revert():
+    """Drop every node made since the last cg_checkpoint() (DyNet's cg_revert):
+    their expressions raise StaleExpressionError from then on, older ones stay valid
+    with their values. Without a checkpoint it does nothing."""
+    _here().revert()
+
+
+def print_text_graphviz(file=None):
+    """Print the current graph in Graphviz's dot language (to standard error, as
+    DyNet, or to `file`)."""
+    _here().print_graphviz(file)
 
 
 def cg():
@@ -78,10 +96,10 @@ cdef inline Node* _check(Expression e) except NULL:
 
 cdef inline Node* _check_in(ComputationGraph g, Expression e) except NULL:
     """e's node, if e belongs to g (the calling thread's graph)."""
-    if e.version != g.version:
+    if e.version != g.version and not g.owns(e.version, e.idx):
         raise StaleExpressionError(
             "stale Expression: it was created before the computation graph was renewed, "
-            "or by another thread (each thread builds its own graph)")
+            "dropped by cg_revert(), or made by another thread (each thread builds its own graph)")
     return &g.nodes[e.idx]
 
 
@@ -128,7 +146,8 @@ cdef class Expression:
         return self.version
 
     def is_stale(self):
-        return self.version != _here().version
+        cdef ComputationGraph g = _here()
+        return self.version != g.version and not g.owns(self.version, self.idx)
 
     def dim(self):
         """(shape, batch size), as in DyNet."""
@@ -197,7 +216,7 @@ cdef class Expression:
                         "it cannot be pickled (pickle its npvalue() instead)")
 
     def __repr__(self):
-        if self.version != _here().version:
+        if self.is_stale():
             return f"<Expression {self.idx} (stale)>"
         n = &_here().nodes[self.idx]
         return f"<Expression {self.idx}: {OP_NAMES[n.op]} {_dimstr(n)}>"

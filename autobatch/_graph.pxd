@@ -4,15 +4,29 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 from autobatch._executor cimport BatchLog
 from autobatch._nodes cimport Node, Shape, Attrs, Batch
 from autobatch._random cimport Rng
-from autobatch._memory cimport Arena
+from autobatch._memory cimport Arena, ArenaMark
 from autobatch._nodes cimport NodeView
 from autobatch._scheduler cimport Sched
 from autobatch._signatures cimport SigTable
+
+# the graph's sizes at cg_checkpoint(), to go back to at cg_revert()
+ctypedef struct Checkpoint:
+    int64_t n_nodes, n_args, n_ibuf, n_tables, n_sigs, n_keepalive
+    int64_t log_n, log_n_ids, resets
+    ArenaMark leaf, values
+
+cdef int32_t new_version() except -1
 
 cdef class ComputationGraph:
     # node storage
     cdef Node* nodes
     cdef int64_t n_nodes, cap_nodes
+    cdef int32_t* born                  # the version node i was created under (see revert)
+    cdef int64_t cap_born
+    cdef int32_t base_version           # the version at renew: older ones are other graphs
+    cdef Checkpoint* checkpoints        # cg_checkpoint's stack
+    cdef int64_t n_checkpoints, cap_checkpoints
+    cdef int64_t resets                 # times `arena` was reset (a checkpoint's mark is void after)
     cdef int32_t* args
     cdef int64_t n_args, cap_args
     cdef int32_t* ibuf                  # per-node integer data (index lists)
@@ -60,3 +74,5 @@ cdef class ComputationGraph:
     cdef object value_array(self, int32_t i, bint grad)
     cpdef set_strategy(self, strategy)
     cpdef invalidate(self)
+    cdef bint owns(self, int32_t version, int32_t idx) noexcept
+    cdef int32_t _node_arg(self, e) except -1

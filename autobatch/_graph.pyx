@@ -14,22 +14,33 @@ from cpython.exc cimport PyErr_CheckSignals
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from autobatch._backward cimport backward_pass
+from autobatch._checkpoints cimport computed_any, uncompute, drop_signatures
 from autobatch._executor cimport run_batch, log_reset, log_free
 from autobatch._nodes cimport OpDef, elems, MAX_DIMS, F_DONE, F_NEEDS_GRAD
 from autobatch._optable cimport op_table, OP_NOBACKPROP
 from autobatch._random cimport rng_seed
 from autobatch._memory cimport (arena_alloc_or_raise, arena_reset, arena_free,
-                                arena_capacity, grow)
+                                arena_capacity, arena_mark, arena_revert, grow)
 from autobatch._scheduler cimport (sched_collect, sched_prepare, sched_push_initial,
                                    sched_release, sched_free)
-from autobatch._signatures cimport sig_intern, sig_reset, sig_free
-from autobatch._stats cimport batch_stats, batch_list, print_batch_list, lower_bound
+from autobatch._signatures cimport sig_intern, sig_reset, sig_truncate, sig_free
+from autobatch._stats cimport batch_stats, batch_list, print_batch_list, print_graphviz, lower_bound
 from autobatch._strategies cimport (S_NONE, S_CRITICAL, S_PYTHON, strategy_id,
                                     pick_batch)
 from autobatch._strategies import resolve_strategy
 from autobatch.errors import StaleExpressionError
 
 cdef const OpDef* OPS = op_table()
+cdef int32_t _last_version = 0
+
+
+cdef int32_t new_version() except -1:
+    """A graph version never used before, in any thread (renew_cg and cg_revert)."""
+    global _last_version
+    if _last_version >= 2147483600:
+        raise OverflowError("autobatch: too many computation graphs in one process")
+    _last_version += 1
+    return _last_version
 
 
 cdef inline double now() noexcept nogil:
@@ -43,7 +54,7 @@ cdef class ComputationGraph:
 
     def __init__(self, strategy):
         self.keepalive = []
-        self.version = 0
+        self.version = self.base_version = new_version()
         self._clear()
         self.set_strategy(strategy)
         self.t_last = now()
@@ -53,6 +64,8 @@ cdef class ComputationGraph:
         arena_free(&self.arena)
         arena_free(&self.garena)
         free(self.nodes)
+        free(self.born)
+        free(self.checkpoints)
         free(self.args)
         free(self.ibuf)
         free(self.tables)
@@ -62,6 +75,7 @@ cdef class ComputationGraph:
 
     cdef void _clear(self):
         self.n_nodes = self.n_args = self.n_ibuf = self.n_tables = 0
+        self.n_checkpoints = 0
         sig_reset(&self.sigs)
         log_reset(&self.log)
         self.t_build = self.t_schedule = self.t_forward = self.t_backward = 0
@@ -77,7 +91,7 @@ cdef class ComputationGraph:
         arena_reset(&self.arena)
         arena_reset(&self.garena)
         self.keepalive = []
-        self.version = version
+        self.version = self.base_version = version
         self._clear()
         self.set_strategy(strategy)
         rng_seed(&self.rng, seed)
@@ -120,6 +134,8 @@ cdef class ComputationGraph:
         if i >= 2147483000:
             raise MemoryError("autobatch: too many nodes in one graph")
         self.nodes = <Node*>grow(self.nodes, &self.cap_nodes, i + 1, sizeof(Node))
+        self.born = <int32_t*>grow(self.born, &self.cap_born, i + 1, sizeof(int32_t))
+        self.born[i] = self.version
         self.args = <int32_t*>grow(self.args, &self.cap_args, self.n_args + nargs, sizeof(int32_t))
         cdef Node* n = &self.nodes[i]
         memset(n, 0, sizeof(Node))
@@ -296,7 +312,7 @@ cdef class ComputationGraph:
     cdef int32_t _index_of(self, e) except -1:
         """The node of an Expression of this graph (StaleExpressionError otherwise)."""
         idx, version = e.vindex, e.cg_version
-        if version != self.version or not 0 <= idx < self.n_nodes:
+        if not 0 <= idx < self.n_nodes or not (version == self.version or self.owns(version, idx)):
             raise StaleExpressionError("the Expression does not belong to this computation graph "
                                        "(it is stale, or the graph was renewed)")
         return idx
@@ -370,3 +386,117 @@ cdef class ComputationGraph:
                 self.nodes[i].flags &= ~F_DONE
         log_reset(&self.log)
         arena_reset(&self.arena)        # computed values go; inputs stay (leaf_arena)
+        self.resets += 1
+
+    cdef bint owns(self, int32_t version, int32_t idx) noexcept:
+        """Whether node idx made under `version` is a live node of this graph: made
+        since the last renew and not dropped by cg_revert (which gives the graph a new
+        version, so a node made at the same index later has another one)."""
+        return (self.base_version <= version <= self.version and 0 <= idx < self.n_nodes
+                and self.born[idx] == version)
+
+    # --------------------------------------------------- checkpoint / revert ----
+
+    def checkpoint(self):
+        """Remember the graph as it is now (DyNet's cg_checkpoint); checkpoints nest."""
+        self.check_idle()
+        cdef int64_t k = self.n_checkpoints
+        self.checkpoints = <Checkpoint*>grow(self.checkpoints, &self.cap_checkpoints, k + 1,
+                                             sizeof(Checkpoint))
+        cdef Checkpoint* cp = &self.checkpoints[k]
+        cp.n_nodes, cp.n_args, cp.n_ibuf = self.n_nodes, self.n_args, self.n_ibuf
+        cp.n_tables, cp.n_sigs, cp.n_keepalive = self.n_tables, self.sigs.n, len(self.keepalive)
+        cp.log_n, cp.log_n_ids, cp.resets = self.log.n, self.log.n_ids, self.resets
+        cp.leaf = arena_mark(&self.leaf_arena)
+        cp.values = arena_mark(&self.arena)
+        self.n_checkpoints = k + 1
+
+    def revert(self):
+        """Drop every node made since the last checkpoint and forget that checkpoint
+        (DyNet's cg_revert; without a checkpoint it does nothing). Expressions of
+        dropped nodes raise StaleExpressionError from now on; older ones stay valid and
+        keep their computed values unless a batch computed since the checkpoint held a
+        dropped node (then that part is computed again when needed). The graph gets a
+        new version (cg_version()), so caches keyed by it are rebuilt."""
+        self.check_idle()
+        if self.n_checkpoints == 0:
+            return
+        self.n_checkpoints -= 1
+        cdef Checkpoint cp = self.checkpoints[self.n_checkpoints]
+        drop_signatures(self.nodes, &self.sigs, cp.n_nodes, self.n_nodes, cp.n_sigs)
+        if cp.resets != self.resets:            # recalculated since: the marks are void
+            if computed_any(&self.log, 0, <int32_t>cp.n_nodes):
+                self.invalidate()
+        elif computed_any(&self.log, cp.log_n, <int32_t>cp.n_nodes):
+            uncompute(self.nodes, &self.log, cp.log_n)
+            arena_revert(&self.arena, cp.values)
+        # leaves get their memory only when they are made: what came after the mark
+        # belonged to dropped leaves
+        arena_revert(&self.leaf_arena, cp.leaf)
+        self.n_nodes, self.n_args, self.n_ibuf = cp.n_nodes, cp.n_args, cp.n_ibuf
+        self.n_tables = cp.n_tables
+        del self.keepalive[cp.n_keepalive:]
+        self.version = new_version()
+
+    # ------------------------------------------------- DyNet's graph calls ----
+
+    def renew(self, immediate_compute=False, check_validity=False, autobatching=None,
+              strategy=None):
+        """`dy.renew_cg(...)` for this graph, which must be the calling thread's; returns it."""
+        from autobatch._core import cg, renew_cg
+        if cg() is not self:
+            raise RuntimeError("renew: this is not the calling thread's current graph")
+        return renew_cg(immediate_compute, check_validity, strategy=strategy,
+                        autobatching=autobatching)
+
+    cdef int32_t _node_arg(self, e) except -1:
+        """A node from an Expression or DyNet's VariableIndex (an int)."""
+        if isinstance(e, int) and not isinstance(e, bool):
+            if not 0 <= e < self.n_nodes:
+                raise IndexError(f"no node {e} in this graph ({self.n_nodes} nodes)")
+            return e
+        if not hasattr(e, "vindex"):
+            raise TypeError(f"expected an Expression or a node index, got {type(e).__name__}")
+        return self._index_of(e)
+
+    def inc_forward(self, e):
+        """Compute node `e` (an Expression or a node index) and what it needs, keeping
+        what is already computed (DyNet's incremental_forward)."""
+        self.forward_to(self._node_arg(e))
+
+    def inc_forward_scalar(self, e):
+        """`inc_forward`, then the value of a one-element node as a float."""
+        return self._scalar(self._node_arg(e), False)
+
+    def inc_forward_vec(self, e):
+        """`inc_forward`, then the value as a flat list (column-major, batch last)."""
+        return self._vec(self._node_arg(e), False)
+
+    def forward_scalar(self, e):
+        """Compute every value again up to `e` (DyNet's forward) and return it as a
+        float; `e` must have one element."""
+        return self._scalar(self._node_arg(e), True)
+
+    def forward_vec(self, e):
+        """Compute every value again up to `e` and return it as a flat list."""
+        return self._vec(self._node_arg(e), True)
+
+    def _scalar(self, int32_t i, bint again):
+        if self.nodes[i].size != 1:
+            raise ValueError(f"forward_scalar: node {i} has {self.nodes[i].size} elements, not one")
+        return float(self._vec(i, again)[0])
+
+    def _vec(self, int32_t i, bint again):
+        if again:
+            self.invalidate()
+        self.forward_to(i)
+        return self.value_array(i, False).ravel(order="F").tolist()
+
+    def print_graphviz(self, file=None):
+        """The graph in Graphviz's dot language, one line per node "vI = op(vJ, ...)
+        shape", to `file` (default: standard error, as DyNet)."""
+        out = file if file is not None else sys.stderr
+        if not callable(getattr(out, "write", None)):
+            raise TypeError(f"print_graphviz: file must have a write() method, got {type(file).__name__}")
+        cdef NodeView v = self.view()
+        print_graphviz(&v, out)

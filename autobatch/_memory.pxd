@@ -14,10 +14,18 @@ ctypedef struct Arena:
     size_t peak
     bint failed         # an allocation failed since the last arena_check
 
+# where an arena stood (cg_checkpoint), to give back what was allocated since
+ctypedef struct ArenaMark:
+    int nchunks
+    size_t used
+    size_t total
+
 cdef float* arena_alloc(Arena* a, size_t nfloats) noexcept nogil
 cdef float* arena_alloc_or_raise(Arena* a, size_t nfloats) except NULL
 cdef int arena_check(Arena* a) except -1
 cdef void arena_reset(Arena* a) noexcept nogil
+cdef ArenaMark arena_mark(const Arena* a) noexcept nogil
+cdef void arena_revert(Arena* a, ArenaMark m) noexcept nogil
 cdef void arena_free(Arena* a) noexcept nogil
 cdef size_t arena_capacity(const Arena* a) noexcept nogil
 

@@ -101,6 +101,25 @@ cdef void arena_reset(Arena* a) noexcept nogil:
     a.failed = False
 
 
+cdef ArenaMark arena_mark(const Arena* a) noexcept nogil:
+    cdef ArenaMark m
+    m.nchunks = a.nchunks
+    m.used = a.used
+    m.total = a.total
+    return m
+
+
+cdef void arena_revert(Arena* a, ArenaMark m) noexcept nogil:
+    """Give back everything allocated since mark m (the arena was not reset since):
+    chunks added since are freed, the last chunk is bumped back."""
+    cdef int i
+    for i in range(m.nchunks, a.nchunks):
+        free(a.chunks[i])
+    a.nchunks = m.nchunks
+    a.used = m.used
+    a.total = m.total
+
+
 cdef void arena_free(Arena* a) noexcept nogil:
     cdef int i
     for i in range(a.nchunks):

@@ -19,4 +19,5 @@ ctypedef struct SigTable:
 
 cdef int32_t sig_intern(SigTable* t, const NodeView* v, int32_t i) except -1
 cdef void sig_reset(SigTable* t) noexcept nogil
+cdef void sig_truncate(SigTable* t, int64_t n) noexcept nogil
 cdef void sig_free(SigTable* t) noexcept nogil

@@ -159,6 +159,20 @@ cdef void sig_reset(SigTable* t) noexcept nogil:
         memset(t.table, 0xff, t.table_size * sizeof(int32_t))
 
 
+cdef void sig_truncate(SigTable* t, int64_t n) noexcept nogil:
+    """Forget the signatures n, n+1, ... (cg_revert: only nodes created after a
+    checkpoint used them). They were inserted after every older one, and rehash
+    inserts in id order, so clearing their slots leaves every older probe chain whole."""
+    cdef int64_t slot
+    if n >= t.n:
+        return
+    for slot in range(t.table_size):
+        if t.table[slot] >= n:
+            t.table[slot] = -1
+    t.n_keys = t.key_at[n]
+    t.n = n
+
+
 cdef void sig_free(SigTable* t) noexcept nogil:
     free(t.keybuf); free(t.keys); free(t.key_at); free(t.key_len); free(t.hash)
     free(t.count); free(t.first); free(t.table)

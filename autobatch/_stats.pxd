@@ -8,4 +8,5 @@ cdef dict batch_stats(const NodeView* v, const BatchLog* log, const SigTable* si
                       bint unbatched_strategy)
 cdef list batch_list(const NodeView* v, const BatchLog* log)
 cdef print_batch_list(const NodeView* v, const BatchLog* log, object file)
+cdef print_graphviz(const NodeView* v, object out)
 cdef tuple lower_bound(const NodeView* v, const SigTable* sigs)

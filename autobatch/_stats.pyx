@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Statistics and debug views of a graph (the graph's stats(), batches(),
-print_batches() and batch_lower_bound() call these)."""
+print_batches(), print_graphviz() and batch_lower_bound() call these)."""
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
@@ -105,3 +105,20 @@ cdef tuple lower_bound(const NodeView* v, const SigTable* sigs):
     finally:
         free(longest)
     return sum(bounds.values()), bounds
+
+
+cdef print_graphviz(const NodeView* v, object out):
+    """The graph in Graphviz's dot language, as DyNet's print_graphviz: a line
+    "vI = op(vJ, ...) shape" per node and an edge per argument."""
+    out.write("digraph G {\n  rankdir=LR;\n  nodesep=.05;\n")
+    cdef int64_t i
+    cdef const Node* n
+    for i in range(v.n):
+        n = &v.nodes[i]
+        args = [arg_id(v, <int32_t>i, a) for a in range(n.nargs)]
+        shape = str(dims_of(n)) + (f"x{n.bs}" if n.bs > 1 else "")
+        out.write(f'  N{i} [label="v{i} = {op_name(v, <int32_t>i)}('
+                  f'{", ".join(f"v{a}" for a in args)}) {shape}"];\n')
+        for a in args:
+            out.write(f"  N{a} -> N{i};\n")
+    out.write("}\n")

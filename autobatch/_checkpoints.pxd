@@ -1,0 +1,11 @@
+# cg_revert's work on the graph's arrays: dropping the nodes made after a checkpoint,
+# the signatures only they used, and the computed batches that hold any of them.
+from libc.stdint cimport int32_t, int64_t
+from autobatch._executor cimport BatchLog
+from autobatch._nodes cimport Node
+from autobatch._signatures cimport SigTable
+
+cdef bint computed_any(const BatchLog* log, int64_t from_batch, int32_t first_dropped) noexcept nogil
+cdef void uncompute(Node* nodes, BatchLog* log, int64_t from_batch) noexcept nogil
+cdef void drop_signatures(const Node* nodes, SigTable* t, int64_t first, int64_t last,
+                          int64_t n_sigs) noexcept nogil
