@@ -149,6 +149,30 @@ cdef class Parameters:
     def __rtruediv__(self, other): return _div(other, self)
     def __neg__(self): return _unary(OP_NEG, self.expr(), 0.0)
 
+
+    # partial save/load, as DyNet (autobatch.model_files)
+    def save(self, fname, key="", append=False, format=None):
+        """Write this parameter to `fname` under the name `key` (default: its full name);
+        `append` adds it to an existing file. `format`: None/"autobatch" (ours) or
+        "dynet" (DyNet's text format; None when appending: the file's format)."""
+        from autobatch import model_files
+        model_files.save_one(self, fname, key, append, format)
+
+    def populate(self, fname, key=""):
+        """Set the values from the parameter stored under `key` (default: its own name) in
+        `fname`, a file in our format or DyNet's; the shapes must match. From a DyNet
+        file the gradient is read too (zero when not stored), as DyNet does."""
+        from autobatch import model_files
+        model_files.populate_one(self, fname, key)
+
+    def populate_from_textfile(self, fname, key=""):
+        """DyNet's name for `populate`."""
+        self.populate(fname, key)
+
+    def write_to_textfile(self, fname, key="", append=False):
+        """DyNet's `write_to_textfile`: `save` in DyNet's text format."""
+        self.save(fname, key, append, "dynet")
+
     def __repr__(self):
         return f"<Parameters {self._name or ''} {self.shape()}>"
 
@@ -275,6 +299,59 @@ cdef class LookupParameters:
         if trained:
             self._used_mask[:] = 1
         return _wrap(i)
+
+
+    # partial save/load, as DyNet (autobatch.model_files)
+    def save(self, fname, key="", append=False, format=None):
+        """Write this lookup table to `fname` under the name `key` (default: its full name);
+        `append` adds it to an existing file. `format`: None/"autobatch" (ours) or
+        "dynet" (DyNet's text format; None when appending: the file's format)."""
+        from autobatch import model_files
+        model_files.save_one(self, fname, key, append, format)
+
+    def populate(self, fname, key=""):
+        """Set the values from the lookup table stored under `key` (default: its own name) in
+        `fname`, a file in our format or DyNet's; the shapes must match. From a DyNet
+        file the gradient is read too (zero when not stored), as DyNet does."""
+        from autobatch import model_files
+        model_files.populate_one(self, fname, key)
+
+    def populate_from_textfile(self, fname, key=""):
+        """DyNet's name for `populate`."""
+        self.populate(fname, key)
+
+    def write_to_textfile(self, fname, key="", append=False):
+        """DyNet's `write_to_textfile`: `save` in DyNet's text format."""
+        self.save(fname, key, append, "dynet")
+
+    # rows as numpy, as DyNet (row shape as lookup(i).npvalue() shows it)
+    def __len__(self):
+        """The number of rows."""
+        return self.n_rows
+
+    cdef long _row_index(self, row) except -1:
+        if isinstance(row, (bool, np.bool_)) or not isinstance(row, (int, np.integer)):
+            raise TypeError(f"a row index is an int, got {type(row).__name__}")
+        self._row_check(row)
+        return row
+
+    def row_as_array(self, row):
+        """Copy of row `row` (0 <= row < len(self)), of the row's shape."""
+        return self._table(self._flat)[self._row_index(row)].copy()
+
+    def rows_as_array(self, rows):
+        """Copy of the rows `rows` (a list of ints): shape (len(rows),) + row shape."""
+        idx = [self._row_index(r) for r in rows]
+        return self._table(self._flat)[idx].reshape((len(idx),) + self.row_shape)
+
+    def row_grad_as_array(self, row):
+        """Copy of the gradient of row `row`."""
+        return self._table(self._grad_flat)[self._row_index(row)].copy()
+
+    def rows_grad_as_array(self, rows):
+        """Copy of the gradients of the rows `rows`: shape (len(rows),) + row shape."""
+        idx = [self._row_index(r) for r in rows]
+        return self._table(self._grad_flat)[idx].reshape((len(idx),) + self.row_shape)
 
     def __repr__(self):
         return f"<LookupParameters {self._name or ''} {self.shape()}>"

@@ -15,7 +15,7 @@ import numpy as np
 
 from autobatch import _core
 from autobatch._core import LookupParameters, Parameters
-from autobatch import serialization
+from autobatch import model_files, serialization
 from autobatch.dynet_params import default_weight_decay
 from autobatch.initializers import (  # noqa: F401  (re-exported)
     ConstInitializer, FromFileInitializer, GlorotInitializer, IdentityInitializer,
@@ -253,19 +253,47 @@ class ParameterCollection:
 
     # -------------------------------------------------------- save / load ----
 
-    def save(self, fname, name="", append=False):
+    def save(self, fname, name="", append=False, format=None):
         """Write every parameter of the collection to `fname`, a path or a binary file
-        object (format: autobatch.serialization). `name` replaces the collection's own
-        name as the prefix of the stored names; `append` (paths only) adds the records
-        to an existing file."""
-        serialization.save_collection(self, fname, key=name, append=append)
+        object. `name` replaces the collection's own name as the prefix of the stored
+        names; `append` (paths only) adds the records to an existing file.
+
+        `format`: None or "autobatch" (ours: binary, checksummed; see
+        autobatch.serialization) or "dynet" (DyNet's text format, which DyNet's
+        `populate` reads; see autobatch.dynet_format). When appending, None means the
+        existing file's format."""
+        model_files.save_collection(self, fname, key=name, append=append, format=format)
 
     def populate(self, fname, key=""):
         """Set every parameter of the collection from `fname` (a path or a binary file
-        object; never an int). The file's parameters under
-        `key` (default: this collection's name) must match this collection's exactly
-        (names, kinds, shapes); otherwise nothing is changed and an error is raised."""
-        serialization.populate_collection(self, fname, key=key)
+        object; never an int), in our format or DyNet's (told apart by the file).
+
+        Our format: the file's parameters under `key` (default: this collection's name)
+        must match this collection's exactly (names, kinds, shapes). A DyNet file: as
+        DyNet, the records whose names start with `key` (all of them when it is empty)
+        are matched in order with the collection's parameters, and separately with its
+        lookup parameters; counts and shapes must agree, names need not, and gradients
+        are read too. Either way, on any mismatch or damage nothing is changed and
+        ModelFileError is raised."""
+        model_files.populate_collection(self, fname, key=key)
+
+    def populate_from_textfile(self, fname, key=""):
+        """DyNet's name for `populate` (either format is read)."""
+        model_files.populate_collection(self, fname, key=key)
+
+    def write_to_textfile(self, fname, key="", append=False, format="dynet"):
+        """DyNet's `write_to_textfile`: `save` in DyNet's text format by default."""
+        model_files.save_collection(self, fname, key=key, append=append, format=format)
+
+    def load_param(self, fname, key):
+        """A new Parameters of this collection with the values of the parameter stored
+        under the full name `key` in `fname` (either format). Its name is this
+        collection's name + the key's last part ("/enc/W" loaded into "/" is "/W")."""
+        return model_files.load_one(self, fname, key, "param")
+
+    def load_lookup_param(self, fname, key):
+        """As `load_param`, for a lookup table."""
+        return model_files.load_one(self, fname, key, "lookup")
 
     def _snapshot(self):
         reg = self._registry

@@ -443,12 +443,20 @@ def _meta_digest(meta):
                           .encode("ascii")).hexdigest()
 
 
-def save(basename, objects):
+def save(basename, objects, format=None):
     """Save parameters, lookup parameters, collections and objects with a
     `param_collection()` method (builders) to ``basename.data`` / ``basename.meta``.
     An object with `spec` and `from_spec` is saved with its spec, so `load` rebuilds
-    it; its class must be registered (`dy.register_savable`)."""
+    it; its class must be registered (`dy.register_savable`).
+
+    format="dynet" writes DyNet's files instead (autobatch.dynet_meta), which DyNet's
+    `dy.load` reads: Parameters, LookupParameters and the builders DyNet has."""
     basename = _source(basename, "dy.save", files=False)[0]
+    if format == "dynet":
+        from autobatch import dynet_meta
+        return dynet_meta.save(basename, list(objects))
+    if format not in (None, "autobatch"):
+        raise ValueError(f"dy.save: format must be 'autobatch' or 'dynet', got {format!r}")
     entries, named = [], {}
 
     def add(p):
@@ -503,9 +511,9 @@ def _check_entry(e):
     return False
 
 
-def _read_meta(fname, allow_v1):
+def _read_meta(fname, allow_v1, data):
     """(object entries, {"records", "sha256"} of the data file or None for version 1)."""
-    meta = _json(_read_all(fname, None, fname), fname, "metadata")
+    meta = _json(data, fname, "metadata")
     if not isinstance(meta, dict) or meta.get("format") != META_FORMAT:
         raise ModelFileError(f"{fname}: not an autobatch save file")
     version = meta.get("version")
@@ -592,12 +600,19 @@ def load(basename, params, allow_v1=False):
     objects with spec/from_spec as `cls.from_spec(spec, params)` populated with the saved
     values; `cls` must be registered (`dy.register_savable`). Any damaged or hostile
     file raises ModelFileError and adds nothing. `allow_v1` accepts files written
-    before the metadata had a checksum."""
+    before the metadata had a checksum.
+
+    Files written by DyNet's `dy.save` (a ``.meta`` of pickles) load too, read as data
+    (autobatch.dynet_meta): Parameters, LookupParameters, and DyNet's builders rebuilt
+    as ours from their spec and populated in order, as DyNet's `dy.load` does."""
     basename = _source(basename, "dy.load", files=False)[0]
     if not _is_collection(params) or not hasattr(params, "_snapshot"):
         raise TypeError(f"dy.load: params must be a ParameterCollection, got {type(params).__name__}")
     label = basename + ".data"
-    entries, data_ref = _read_meta(basename + ".meta", allow_v1)
+    meta_bytes = _read_all(basename + ".meta", None, basename + ".meta")
+    if meta_bytes[:1] == b"\x80":         # DyNet's .meta: pickles, read as data only
+        return _load_dynet(basename, params, meta_bytes)
+    entries, data_ref = _read_meta(basename + ".meta", allow_v1, meta_bytes)
     for e in entries:
         e["name"] = legacy_names.migrate(e["name"])
     records, _, digest = parse_records(_read_all(label, None, label), label)
@@ -620,6 +635,19 @@ def load(basename, params, allow_v1=False):
         if isinstance(e, (ModelFileError, MemoryError)) or not isinstance(e, Exception):
             raise
         raise ModelFileError(f"{basename}: the saved objects cannot be rebuilt: "
+                             f"{type(e).__name__}: {str(e)[:300]}") from e
+
+
+def _load_dynet(basename, params, meta_bytes):
+    from autobatch import dynet_meta
+    snap = params._snapshot()
+    try:
+        return dynet_meta.load(basename, params, meta_bytes)
+    except BaseException as e:
+        params._rollback(snap)
+        if isinstance(e, (ModelFileError, MemoryError)) or not isinstance(e, Exception):
+            raise
+        raise ModelFileError(f"{basename}: DyNet's saved objects cannot be rebuilt here: "
                              f"{type(e).__name__}: {str(e)[:300]}") from e
 
 

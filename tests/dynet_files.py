@@ -1,0 +1,66 @@
+"""The model of the DyNet file fixtures (tests/data/dynet_model), built here as
+tests/data/make_dynet_model_fixture.py builds it in DyNet, and the files made here for
+DyNet to read (tests/data/check_dynet_loads_ours.py checks them with dynet38):
+
+    python tests/dynet_files.py        # rewrites tests/data/dynet_model/ours*
+"""
+import os
+import sys
+
+import numpy as np
+
+import autobatch as dy
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "dynet_model")
+
+
+def build(pc):
+    W = pc.add_parameters((2, 3), name="W")
+    b = pc.add_parameters(3, name="b")
+    u = pc.add_parameters((2,))
+    enc = pc.add_subcollection("enc")
+    V = enc.add_parameters((2, 2), name="V")
+    E = pc.add_lookup_parameters((4, 2), name="E")
+    L = pc.add_lookup_parameters((3, 2, 2), name="L")
+    return dict(W=W, b=b, u=u, V=V, E=E, L=L)
+
+
+def builders(pc):
+    return dict(
+        vanilla=dy.VanillaLSTMBuilder(1, 2, 3, pc),
+        gru=dy.GRUBuilder(1, 2, 3, pc),
+        simple=dy.SimpleRNNBuilder(2, 2, 3, pc),
+        coupled=dy.CoupledLSTMBuilder(1, 2, 3, pc),
+        birnn=dy.BiRNNBuilder(1, 2, 4, pc, dy.VanillaLSTMBuilder),
+    )
+
+
+def run(name, builder, inputs):
+    dy.renew_cg()
+    xs = [dy.inputTensor(x) for x in inputs]
+    outs = builder.transduce(xs) if name == "birnn" else builder.initial_state().transduce(xs)
+    return np.stack([e.npvalue() for e in outs])
+
+
+def make_ours(directory):
+    """Files written here in DyNet's format, and what they hold and compute."""
+    inputs = np.load(os.path.join(DATA, "dynet_expected.npz"))["inputs"]
+    pc = dy.ParameterCollection(seed=11)
+    p = build(pc)
+    dy.renew_cg()
+    dy.sum_elems(dy.transpose(p["W"].expr()) * dy.inputVector([1.0, 2.0])).backward()
+    pc.save(os.path.join(directory, "ours.model"), format="dynet")
+    p["V"].save(os.path.join(directory, "ours_v.model"), format="dynet")
+    bs = builders(pc)
+    dy.save(os.path.join(directory, "ours_saved"), [p["W"], p["E"]] + list(bs.values()),
+            format="dynet")
+    expected = {f"value_{k}": v.as_array() for k, v in p.items()}
+    expected["grad_W"] = p["W"].grad_as_array()
+    for name, builder in bs.items():
+        expected[f"out_{name}"] = run(name, builder, inputs)
+    np.savez(os.path.join(directory, "ours_expected.npz"), inputs=inputs, **expected)
+    return ["ours.model", "ours_v.model", "ours_saved.meta", "ours_saved.data"]
+
+
+if __name__ == "__main__":
+    print("wrote", make_ours(DATA), file=sys.stderr)
