@@ -141,6 +141,13 @@ def check_key(key, where):
         raise ValueError(f"{where}: a key may not contain spaces or '#': {key!r}")
 
 
+def check_name(name):
+    """A name DyNet's header can hold: not empty, no space, no '#'."""
+    check_key(name, "save")
+    if not name:
+        raise ValueError("save: a parameter without a name: pass a key")
+
+
 def _line(flat, name):
     flat = np.asarray(flat, dtype=np.float32)
     if not np.all(np.isfinite(flat)):
@@ -151,7 +158,7 @@ def _line(flat, name):
 
 def record_bytes(kind, name, p):
     """One parameter in DyNet's text format; its gradient is stored when not zero."""
-    check_key(name, "save")
+    check_name(name)
     values = _line(p._flat, name)
     grad = p._grad_flat
     full = bool(np.any(grad))

@@ -34,8 +34,8 @@ DYNET_BUILDERS = {
     "SimpleRNNBuilder": ("SimpleRNNBuilder", ("layers", "input_dim", "hidden_dim")),
     "VanillaLSTMBuilder": ("VanillaLSTMBuilder", ("layers", "input_dim", "hidden_dim",
                                                   "ln_lstm", "forget_bias")),
-    "LSTMBuilder": ("VanillaLSTMBuilder", ("layers", "input_dim", "hidden_dim",
-                                           "ln_lstm", "forget_bias")),
+    "LSTMBuilder": ("VanillaLSTMBuilder", ("layers", "input_dim", "hidden_dim",   # dynet38's
+                                           "ln_lstm", "forget_bias")),     # (see _spec_args)
     "CoupledLSTMBuilder": ("CoupledLSTMBuilder", ("layers", "input_dim", "hidden_dim")),
     "GRUBuilder": ("GRUBuilder", ("layers", "input_dim", "hidden_dim")),
     "CompactVanillaLSTMBuilder": ("CompactVanillaLSTMBuilder", ("layers", "input_dim", "hidden_dim")),
@@ -181,6 +181,9 @@ def _check_entry(e, label):
 
 def _spec_args(ref, spec, label):
     """Our class and DyNet's positional constructor arguments, checked."""
+    if ref.name == "LSTMBuilder" and len(spec) == 3:
+        # an older DyNet, whose LSTMBuilder was the coupled one (spec of 3 fields)
+        ref = _ClassRef("CoupledLSTMBuilder")
     cls = _ours(ref.name)
     if cls is None:
         raise ModelFileError(f"{label}: DyNet's {ref.name} is not available here")

@@ -271,3 +271,64 @@ def test_rows_as_arrays():
             E.row_as_array(bad)
         with pytest.raises(err):
             E.rows_grad_as_array([0, bad])
+
+
+def test_an_older_dynets_lstm_builder_is_the_coupled_one(tmp_path):
+    """Before dynet38, DyNet's LSTMBuilder was the coupled LSTM (a spec of 3 fields)."""
+    base = str(tmp_path / "m")
+    entry = (dynet_meta._ClassRef("LSTMBuilder"), (1, 2, 3), "/lstm-builder/")
+    with open(base + ".meta", "wb") as f:
+        f.write(dynet_meta._pickle(entry, "lstm"))
+    with open(base + ".data", "wb") as f:
+        f.write(read("dynet_saved.data"))
+    pc = dy.ParameterCollection()
+    (b,) = dy.load(base, pc)
+    assert type(b) is dy.CoupledLSTMBuilder
+    np.testing.assert_allclose(run("coupled", b, EXPECTED["inputs"]), EXPECTED["out_coupled"],
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", [None, "dynet"])
+def test_dynets_saving_tutorial_low_level_api(tmp_path, fmt):
+    """doc/source/python_saving_tutorial.rst's partial saving and loading, as written
+    there (its `c` is param_c); the first save picks the format, appends keep it."""
+    f = str(tmp_path / "tmp.model")
+    m1 = dy.ParameterCollection()
+    m2 = dy.ParameterCollection()
+    m3 = m1.add_subcollection("m3")
+    a = m1.add_parameters(10, name="a")
+    L = m1.add_lookup_parameters((10, 2), name="la")
+    param_b = m2.add_parameters((3, 7))
+    param_c = m3.add_parameters((3, 7), name="pc")
+    param_d = m3.add_parameters((3, 7))
+    assert (m3.name(), a.name(), L.name(), param_b.name(), param_c.name(), param_d.name()) == \
+        ("/m3/", "/a", "/la", "/_0", "/m3/pc", "/m3/_0")
+    L.save(f, "/X", format=fmt)
+    a.save(f, append=True)
+    param_c.save(f, append=True)
+    param_b.save(f, append=True)
+    param_d.save(f, append=True)
+    assert (open(f, "rb").read(1) == b"#") == (fmt == "dynet")
+
+    m = dy.ParameterCollection()
+    a2 = m.add_parameters(10)
+    L2 = m.add_lookup_parameters((10, 2))
+    d = m.add_parameters((3, 7))
+    L2.populate(f, "/X")
+    a2.populate(f, "/a")
+    d.populate(f, "/m3/pc")
+    np.testing.assert_array_equal(L2.as_array(), L.as_array())
+    np.testing.assert_array_equal(a2.as_array(), a.as_array())
+    np.testing.assert_array_equal(d.as_array(), param_c.as_array())
+
+    lstm = dy.LSTMBuilder(2, 10, 10, m1)
+    lstm2 = dy.LSTMBuilder(2, 5, 5, m1)
+    lstm2.param_collection().save(f, append=False, format=fmt)
+    lstm.param_collection().save(f, append=True)
+    lstm2b = dy.LSTMBuilder(2, 5, 5, m)
+    lstm2b.param_collection().populate(f, lstm2.param_collection().name())
+    lstmb = dy.LSTMBuilder(2, 10, 10, m)
+    lstmb.param_collection().populate(f, lstm.param_collection().name())
+    for x, y in zip(lstm2.param_collection().parameters_list() + lstm.param_collection().parameters_list(),
+                    lstm2b.param_collection().parameters_list() + lstmb.param_collection().parameters_list()):
+        np.testing.assert_array_equal(x.as_array(), y.as_array())
