@@ -223,7 +223,20 @@ def _rebuild(ref, spec, name, records, pc, label):
 
 
 def load(basename, pc, meta_bytes):
-    """DyNet's dy.load; the caller rolls pc back on failure."""
+    """DyNet's dy.load: the objects of `meta_bytes` (basename.meta) added to pc, in
+    order. On any failure pc is rolled back and ModelFileError raised."""
+    snap = pc._snapshot()
+    try:
+        return _load(basename, pc, meta_bytes)
+    except BaseException as e:
+        pc._rollback(snap)
+        if isinstance(e, (ModelFileError, MemoryError)) or not isinstance(e, Exception):
+            raise
+        raise ModelFileError(f"{basename}: DyNet's saved objects cannot be rebuilt here: "
+                             f"{type(e).__name__}: {str(e)[:300]}") from e
+
+
+def _load(basename, pc, meta_bytes):
     label = basename + ".data"
     entries = read_meta(meta_bytes, basename + ".meta")
     records = dynet_format.parse(_read_all(label, None, label), label)

@@ -352,14 +352,6 @@ def _assign(pairs):
         p._flat[:] = values   # in place: the engine holds pointers to this memory
 
 
-def populate_collection(pc, src, key=""):
-    prefix = _prefix(key, pc)
-    path, f = _source(src, "populate")
-    label = _label(path, f)
-    records = parse_records(_read_all(path, f, label), label)[0]
-    _assign(_match(pc, records, prefix, label))
-
-
 def _split(component):
     """'W_3' -> ('W', 3); 'W' -> ('W', 0); '_2' -> ('', 2)."""
     base, sep, idx = component.rpartition("_")
@@ -611,7 +603,8 @@ def load(basename, params, allow_v1=False):
     label = basename + ".data"
     meta_bytes = _read_all(basename + ".meta", None, basename + ".meta")
     if meta_bytes[:1] == b"\x80":         # DyNet's .meta: pickles, read as data only
-        return _load_dynet(basename, params, meta_bytes)
+        from autobatch import dynet_meta
+        return dynet_meta.load(basename, params, meta_bytes)
     entries, data_ref = _read_meta(basename + ".meta", allow_v1, meta_bytes)
     for e in entries:
         e["name"] = legacy_names.migrate(e["name"])
@@ -635,19 +628,6 @@ def load(basename, params, allow_v1=False):
         if isinstance(e, (ModelFileError, MemoryError)) or not isinstance(e, Exception):
             raise
         raise ModelFileError(f"{basename}: the saved objects cannot be rebuilt: "
-                             f"{type(e).__name__}: {str(e)[:300]}") from e
-
-
-def _load_dynet(basename, params, meta_bytes):
-    from autobatch import dynet_meta
-    snap = params._snapshot()
-    try:
-        return dynet_meta.load(basename, params, meta_bytes)
-    except BaseException as e:
-        params._rollback(snap)
-        if isinstance(e, (ModelFileError, MemoryError)) or not isinstance(e, Exception):
-            raise
-        raise ModelFileError(f"{basename}: DyNet's saved objects cannot be rebuilt here: "
                              f"{type(e).__name__}: {str(e)[:300]}") from e
 
 
