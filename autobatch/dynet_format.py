@@ -71,9 +71,13 @@ def _floats(line, n, label, name):
     if line[:-1].replace(b" ", b"").translate(None, b"0123456789+-.e"):
         raise _error(f"{label}: corrupt values of {name} (a character that is not part of a number)")
     try:
-        return np.frombuffer(line, dtype=f"S{WIDTH}", count=n).astype(np.float32)
+        with np.errstate(over="ignore"):
+            values = np.frombuffer(line, dtype=f"S{WIDTH}", count=n).astype(np.float32)
     except ValueError:
         raise _error(f"{label}: corrupt values of {name} (a value is not a number)") from None
+    if not np.all(np.isfinite(values)):        # "+1.0000000e+99" fits the width
+        raise _error(f"{label}: corrupt values of {name} (a value overflows float32)")
+    return values
 
 
 def _shape(kind, dims, label, name):

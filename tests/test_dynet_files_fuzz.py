@@ -137,3 +137,18 @@ def test_mutated_meta_and_data(tmp_path):
             assert same(state(pc), before)
             assert pc.add_subcollection("x").name() == "/x/"
     assert set(sys.modules) - modules == set()
+
+
+@pytest.mark.parametrize("token", [b"+1.0000000e+99 ", b"-9.9999999e+38 ", b"+1.00000000e+0x",
+                                   b"+1.00000000e+0  ", b"+1.000.0000e+00", b"++1.0000000e+00",
+                                   b"nan            ", b"+inf           ", b"1_0000000000000"])
+def test_a_bad_value_is_refused(tmp_path, token):
+    f = tmp_path / "m"
+    f.write_bytes(b"#Parameter# /W {2} 33 ZERO_GRAD\n+1.00000000e+00 " + token + b"\n")
+    p = dy.ParameterCollection().add_parameters(2, init=0.5)
+    with pytest.raises(dy.ModelFileError):
+        p.populate(str(f), "/W")
+    assert (p.as_array() == 0.5).all()
+    f.write_bytes(b"#Parameter# /W {2} 33 ZERO_GRAD\n+1.00000000e+00 -2.50000000e-01 \n")
+    p.populate(str(f), "/W")
+    assert p.as_array().tolist() == [1.0, -0.25]
