@@ -308,8 +308,12 @@ def _builder_entry(obj):
                             "DyNet builder")
         return _ClassRef(name), (spec["num_layers"], spec["input_dim"], spec["hidden_dim"],
                                  _ClassRef(factory), None)
-    values = tuple(spec.get(f, {"ln_lstm": False, "forget_bias": 1.0}.get(f)) for f in fields)
-    return _ClassRef(name), values
+    defaults = {"ln_lstm": False, "forget_bias": 1.0}
+    missing = [f for f in fields if f not in defaults and (not isinstance(spec, dict) or f not in spec)]
+    if missing:
+        raise TypeError(f"dy.save(format='dynet'): the spec of this {type(obj).__name__} does "
+                        f"not give DyNet's {missing or fields}")
+    return _ClassRef(name), tuple(spec.get(f, defaults.get(f)) for f in fields)
 
 
 def save(basename, objects):
