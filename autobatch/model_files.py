@@ -156,7 +156,7 @@ def save_collection_dynet(pc, fname, key="", append=False):
     dynet_format.check_key(key, "save")
     own = len(pc.name())
     if key:
-        key = key if key.endswith("/") else key + "/"
+        key = serialization._prefix(key, pc)       # "/key/", as for our format
         named = [(key + p.name()[own:], p) for p in _all_params(pc)]
     else:
         named = [(p.name(), p) for p in _all_params(pc)]
