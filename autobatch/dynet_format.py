@@ -199,14 +199,16 @@ def assign(p, rec, dynet):
         p._grad_flat[:] = 0
 
 
-def match_collection(pc, records, key, label):
+def match_collection(pc, records, key, label, skip=None):
     """DyNet's populate: the records under `key` (all when key is empty) are paired in
     order with the collection's parameters, and separately its lookup parameters;
-    counts and dimensions must agree. Returns (parameter, record) pairs."""
+    counts and dimensions must agree. Parameters `skip(p)` is true of are left out.
+    Returns (parameter, record) pairs."""
     prefix = key if not key or key.endswith("/") else key + "/"
     chosen = [r for r in records if r.name.startswith(prefix)]
     pairs = []
     for kind, mine in (("param", pc.parameters_list()), ("lookup", pc.lookup_parameters_list())):
+        mine = [p for p in mine if skip is None or not skip(p)]
         theirs = [r for r in chosen if r.kind == kind]
         if len(theirs) != len(mine):
             what = "parameters" if kind == "param" else "lookup parameters"

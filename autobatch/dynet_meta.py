@@ -20,7 +20,7 @@ import math
 import pickletools
 import struct
 
-from autobatch import builders, dynet_format, model_files
+from autobatch import dynet_format, model_files
 from autobatch._core import LookupParameters, Parameters
 from autobatch.serialization import ModelFileError, _all_params, _read_all, _write_atomic
 
@@ -52,9 +52,11 @@ class _ClassRef:
 
 
 def _ours(name):
-    """Our builder class for DyNet's class `name`, or None."""
+    """Our builder class for DyNet's class `name` (the public one of that name in
+    `autobatch`, for a name of the table only), or None."""
+    import autobatch
     entry = DYNET_BUILDERS.get(name)
-    return getattr(builders, entry[0], None) if entry else None
+    return getattr(autobatch, entry[0], None) if entry else None
 
 
 def is_pickle(data):
@@ -206,11 +208,21 @@ def _spec_args(ref, spec, label):
     return cls, args
 
 
+def _layer_norm_params(p):
+    """A layer-normalised LSTM's gains and biases: DyNet keeps them out of the builder's
+    collection, so its files lack them; a load gives them their initial values (as
+    DyNet's own load, which makes them anew)."""
+    return p.name().rpartition("/")[2].startswith("ln_")
+
+
 def _rebuild(ref, spec, name, records, pc, label):
     cls, args = _spec_args(ref, spec, label)
     prefix = name if name.endswith("/") else name + "/"
     registry = pc._registry
     registry.load_budget = sum(r.values.size for r in records if r.name.startswith(prefix))
+    layer_norm = cls is _ours("VanillaLSTMBuilder") and len(args) > 3 and args[3]
+    if layer_norm:                  # gains and biases: 4H, 4H, 4H, 4H, H, H per layer
+        registry.load_budget += 18 * args[0] * args[2]
     try:
         if ref.name == "BiRNNBuilder":
             obj = cls(*args[:3], pc, args[3])
@@ -218,7 +230,8 @@ def _rebuild(ref, spec, name, records, pc, label):
             obj = cls(*args[:3], pc, *args[3:])
     finally:
         registry.load_budget = None
-    model_files.populate_collection_dynet(obj.param_collection(), records, name, label)
+    model_files.populate_collection_dynet(obj.param_collection(), records, name, label,
+                                          _layer_norm_params if layer_norm else None)
     return obj
 
 
@@ -288,7 +301,7 @@ def _pickle(obj, where):
 def _dynet_name(cls):
     """DyNet's class name for one of our builders."""
     for dynet_name, (ours, _) in DYNET_BUILDERS.items():
-        if dynet_name != "LSTMBuilder" and getattr(builders, ours, None) is cls:
+        if dynet_name != "LSTMBuilder" and _ours(dynet_name) is cls:
             return dynet_name
     return None
 
@@ -331,6 +344,9 @@ def save(basename, objects):
         ref, spec = _builder_entry(obj)
         pc = obj.param_collection()
         meta.append(_pickle((ref, spec, pc.name()), type(obj).__name__))
-        named.extend((p.name(), p) for p in _all_params(pc))
+        # DyNet's files have no room for a layer-normalised LSTM's gains and biases
+        # (DyNet keeps them outside the builder's collection); its load makes them anew
+        skip = ref.name == "VanillaLSTMBuilder" and spec[3]
+        named.extend((p.name(), p) for p in _all_params(pc) if not (skip and _layer_norm_params(p)))
     model_files.write_dynet(basename + ".data", named)
     _write_atomic(basename + ".meta", b"".join(meta))

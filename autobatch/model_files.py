@@ -163,8 +163,8 @@ def save_collection_dynet(pc, fname, key="", append=False):
     write_dynet(fname, named, append)
 
 
-def populate_collection_dynet(pc, records, key, label):
-    for p, rec in dynet_format.match_collection(pc, records, key, label):
+def populate_collection_dynet(pc, records, key, label, skip=None):
+    for p, rec in dynet_format.match_collection(pc, records, key, label, skip):
         dynet_format.assign(p, rec, True)
 
 

@@ -54,12 +54,16 @@ def make_ours(directory):
     bs = builders(pc)
     dy.save(os.path.join(directory, "ours_saved"), [p["W"], p["E"]] + list(bs.values()),
             format="dynet")
+    more = dict(compact=dy.CompactVanillaLSTMBuilder(1, 2, 3, pc),
+                layer_norm=dy.VanillaLSTMBuilder(1, 2, 3, pc, ln_lstm=True))
+    dy.save(os.path.join(directory, "ours_saved2"), list(more.values()), format="dynet")
     expected = {f"value_{k}": v.as_array() for k, v in p.items()}
     expected["grad_W"] = p["W"].grad_as_array()
-    for name, builder in bs.items():
+    for name, builder in list(bs.items()) + list(more.items()):
         expected[f"out_{name}"] = run(name, builder, inputs)
     np.savez(os.path.join(directory, "ours_expected.npz"), inputs=inputs, **expected)
-    return ["ours.model", "ours_v.model", "ours_saved.meta", "ours_saved.data"]
+    return ["ours.model", "ours_v.model", "ours_saved.meta", "ours_saved.data",
+            "ours_saved2.meta", "ours_saved2.data"]
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@
     /work/venv-dynet/bin/python tests/data/check_dynet_loads_ours.py
 
 pc.populate of ours.model, Parameters.populate of ours_v.model, dy.load of
-ours_saved.meta/.data; values, W's gradient and every builder's outputs must equal
+ours_saved.meta/.data and ours_saved2 (CompactVanillaLSTMBuilder, a layer-normalised
+VanillaLSTMBuilder: its gains and biases, which DyNet's files cannot hold, are at
+their initial values); values, W's gradient and every builder's outputs must equal
 what autobatch computed (ours_expected.npz). Prints OK or raises."""
 import os
 
@@ -31,4 +33,7 @@ np.testing.assert_array_equal(E.as_array(), ex["value_E"])
 for name, b in [("vanilla", vanilla), ("gru", gru), ("simple", simple), ("coupled", coupled),
                 ("birnn", birnn)]:
     np.testing.assert_allclose(run(b), ex[f"out_{name}"], rtol=1e-5, atol=1e-6, err_msg=name)
+compact, layer_norm = dy.load(os.path.join(HERE, "ours_saved2"), pc2)
+np.testing.assert_allclose(run(compact), ex["out_compact"], rtol=1e-5, atol=1e-6)
+np.testing.assert_allclose(run(layer_norm), ex["out_layer_norm"], rtol=1e-5, atol=1e-6)
 print("OK: DyNet loads autobatch's files and computes the same outputs")

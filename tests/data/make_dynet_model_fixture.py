@@ -7,6 +7,7 @@ computes with them, for tests/test_dynet_files.py. Run with DyNet installed:
   has a gradient: a FULL_GRAD record); dynet_key.model: the same under the key /key/;
   dynet_enc.model: `enc.save` of its subcollection;
 - dynet_saved.meta / .data: `dy.save` of Parameters, LookupParameters and builders;
+  dynet_saved2: a CompactVanillaLSTMBuilder and a layer-normalised VanillaLSTMBuilder;
 - dynet_expected.npz: every parameter's values (as_array), W's gradient, and the
   outputs of each builder on fixed inputs.
 """
@@ -74,6 +75,12 @@ def main():
     dy.save(os.path.join(HERE, "dynet_saved"), [q["W"], q["E"]] + list(bs.values()))
     for name, builder in bs.items():
         expected[f"out_{name}"] = run(builder)
+    pc3 = dy.ParameterCollection()
+    compact = dy.CompactVanillaLSTMBuilder(1, 2, 3, pc3)
+    layer_norm = dy.VanillaLSTMBuilder(1, 2, 3, pc3, True)
+    dy.save(os.path.join(HERE, "dynet_saved2"), [compact, layer_norm])
+    expected["out_compact"] = run(compact)
+    expected["out_layer_norm"] = run(layer_norm)
     np.savez(os.path.join(HERE, "dynet_expected.npz"), inputs=INPUTS, **expected)
     print("wrote", sorted(os.listdir(HERE)), file=sys.stderr)
 
