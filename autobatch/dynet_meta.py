@@ -27,7 +27,7 @@ from autobatch.serialization import ModelFileError, _all_params, _read_all, _wri
 MAX_OPS = 10000          # opcodes in one object's pickle
 MAX_OBJECTS = 100000
 
-# DyNet's builder class -> (our class's name in autobatch.builders, the spec's fields).
+# DyNet's builder class -> (our class's public name in autobatch, the spec's fields).
 # Our class is built with DyNet's positional arguments and then populated positionally,
 # as DyNet's own load does.
 DYNET_BUILDERS = {
