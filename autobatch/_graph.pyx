@@ -318,10 +318,12 @@ cdef class ComputationGraph:
         return idx
 
     def forward(self, e):
-        self.forward_to(self._index_of(e))
+        """Compute `e` (an Expression, or a node index as DyNet's VariableIndex)."""
+        self.forward_to(self._node_arg(e))
 
     def backward(self, e, full=False):
-        self.backward_from(self._index_of(e), full)
+        """Backward from the scalar `e` (an Expression or a node index)."""
+        self.backward_from(self._node_arg(e), full)
 
     def stats(self):
         """Statistics of what ran so far in this graph (see the README)."""

@@ -246,6 +246,10 @@ def test_forward_scalar_vec_and_incremental(pc):
         g.inc_forward(-1)
     with pytest.raises(TypeError):
         g.forward_vec("0")
+    loss = dy.sum_elems(h)
+    g.forward(loss.vindex)
+    g.backward(loss.vindex)             # DyNet's VariableIndex form
+    assert W.grad_as_array().any()
 
 
 def test_renew_method_and_checkpoint_methods():
