@@ -266,7 +266,8 @@ def test_rows_as_arrays():
     row = E.row_as_array(0)
     row[:] = 7                                       # a copy
     assert not (E.as_array()[0] == 7).any()
-    for bad, err in [(5, IndexError), (-1, IndexError), (1.0, TypeError), (True, TypeError), ("0", TypeError)]:
+    for bad, err in [(5, IndexError), (-1, IndexError), (1.0, TypeError), (True, TypeError),
+                     ("0", TypeError)]:
         with pytest.raises(err):
             E.row_as_array(bad)
         with pytest.raises(err):
