@@ -1,182 +1,25 @@
 """`dy.save` / `dy.load` in DyNet's format: a ``.data`` text model file
-(autobatch.dynet_format) and a ``.meta`` of one pickle per saved object, as DyNet's
-python/_dynet.pyx writes them::
+(autobatch.dynet_format) and a ``.meta`` of pickles (autobatch.dynet_pickle, read as
+data), with DyNet's semantics (python/_dynet.pyx, `_save_one` / `_load_one`):
 
-    ("Parameters", "/W")                       a Parameters, by full name
-    ("LookupParameters", "/E")                 a LookupParameters
-    (_dynet.VanillaLSTMBuilder, (1, 2, 3, False, 1.0), "/vanilla-lstm-builder/")
-                                               a builder: class, spec, collection name
+- Parameters and LookupParameters are found by their full name in ``.data``
+  (`load_param`), and come back as new parameters of the collection;
+- DyNet's builders are rebuilt as ours from their spec (DyNet's positional
+  constructor arguments, checked field by field), a user's registered class by its
+  `from_spec(spec, model)`; then their collection is populated from the records under
+  its name, in order, as DyNet's `populate` does.
 
-Reading never unpickles. `pickletools.genops` splits the stream into opcodes (it
-executes nothing) and `_Reader` runs only the opcodes that build strings, numbers,
-booleans, None, tuples and lists, and class references to ``_dynet.<Name>`` (or
-``dynet.<Name>``) for the names in `DYNET_BUILDERS`; a reference is kept as a name and
-mapped to our builder by that table, never imported. Any other opcode or module is
-refused with ModelFileError. Writing emits the same opcodes by hand (protocol 2), so
-DyNet's `pickle.load` reads them.
+A rebuilt object may allocate only as many values as ``.data`` holds for it, and on any
+failure the collection is rolled back.
 """
-import io
 import math
-import pickletools
-import struct
 
 from autobatch import dynet_format, model_files
 from autobatch._core import LookupParameters, Parameters
+from autobatch.dynet_pickle import (DYNET_BUILDERS, MAX_SPEC_DEPTH, _ClassRef, _dynet_name,
+                                    _FuncRef, _ours, _pickle, _UserRef, _user_name, read_meta)
+from autobatch.builders import savable_class
 from autobatch.serialization import ModelFileError, _all_params, _read_all, _write_atomic
-
-MAX_OPS = 10000          # opcodes in one object's pickle
-MAX_OBJECTS = 100000
-
-# DyNet's builder class -> (our class's public name in autobatch, the spec's fields).
-# Our class is built with DyNet's positional arguments and then populated positionally,
-# as DyNet's own load does.
-DYNET_BUILDERS = {
-    "SimpleRNNBuilder": ("SimpleRNNBuilder", ("layers", "input_dim", "hidden_dim")),
-    "VanillaLSTMBuilder": ("VanillaLSTMBuilder", ("layers", "input_dim", "hidden_dim",
-                                                  "ln_lstm", "forget_bias")),
-    "LSTMBuilder": ("VanillaLSTMBuilder", ("layers", "input_dim", "hidden_dim",   # dynet38's
-                                           "ln_lstm", "forget_bias")),     # (see _spec_args)
-    "CoupledLSTMBuilder": ("CoupledLSTMBuilder", ("layers", "input_dim", "hidden_dim")),
-    "GRUBuilder": ("GRUBuilder", ("layers", "input_dim", "hidden_dim")),
-    "CompactVanillaLSTMBuilder": ("CompactVanillaLSTMBuilder", ("layers", "input_dim", "hidden_dim")),
-    "BiRNNBuilder": ("BiRNNBuilder", ("num_layers", "input_dim", "hidden_dim",
-                                      "rnn_builder_factory", "builder_layers")),
-}
-
-
-class _ClassRef:
-    """A class named by a file (kept as a name; never imported)."""
-
-    def __init__(self, name):
-        self.name = name
-
-
-def _ours(name):
-    """Our builder class for DyNet's class `name` (the public one of that name in
-    `autobatch`, for a name of the table only), or None."""
-    import autobatch
-    entry = DYNET_BUILDERS.get(name)
-    return getattr(autobatch, entry[0], None) if entry else None
-
-
-def is_pickle(data):
-    return data[:1] == b"\x80"
-
-
-# ---------------------------------------------------------------- reading ----
-
-class _Reader:
-    """Runs the data-only subset of pickle's opcodes for one object."""
-
-    def __init__(self, label):
-        self.label = label
-        self.stack, self.marks, self.memo = [], [], {}
-
-    def bad(self, msg):
-        return ModelFileError(f"{self.label}: {msg} (DyNet's .meta holds tuples of names, "
-                              "numbers and builder classes; nothing else is read)")
-
-    def pop_mark(self):
-        if not self.marks:
-            raise self.bad("corrupt pickle (no MARK)")
-        at = self.marks.pop()
-        items, self.stack[at:] = self.stack[at:], []
-        return items
-
-    def pop(self, n=1):
-        if len(self.stack) < n:
-            raise self.bad("corrupt pickle (stack underflow)")
-        items, self.stack[len(self.stack) - n:] = self.stack[len(self.stack) - n:], []
-        return items
-
-    def global_ref(self, module, name):
-        if module not in ("_dynet", "dynet") or name not in DYNET_BUILDERS:
-            raise self.bad(f"the file names {module!s:.40}.{name!s:.60}, which is not one "
-                           "of DyNet's builders")
-        return _ClassRef(name)
-
-    def step(self, op, arg):
-        name, st = op.name, self.stack
-        if name in ("PROTO", "FRAME"):
-            return
-        if name in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "BININT",
-                    "BININT1", "BININT2", "LONG1", "BINFLOAT", "FLOAT", "LONG"):
-            st.append(arg)
-        elif name == "INT":          # protocol 0: True/False are INT 01 / 00
-            st.append(arg)
-        elif name in ("NONE", "NEWTRUE", "NEWFALSE"):
-            st.append({"NONE": None, "NEWTRUE": True, "NEWFALSE": False}[name])
-        elif name == "MARK":
-            self.marks.append(len(st))
-        elif name == "TUPLE":
-            st.append(tuple(self.pop_mark()))
-        elif name in ("EMPTY_TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
-            n = {"EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}[name]
-            st.append(tuple(self.pop(n)) if n else ())
-        elif name == "EMPTY_LIST":
-            st.append([])
-        elif name == "LIST":
-            st.append(self.pop_mark())
-        elif name in ("APPEND", "APPENDS"):
-            items = self.pop(1) if name == "APPEND" else self.pop_mark()
-            if not st or not isinstance(st[-1], list):
-                raise self.bad("corrupt pickle (append to a non-list)")
-            st[-1].extend(items)
-        elif name in ("MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"):
-            if not st:
-                raise self.bad("corrupt pickle (memo of nothing)")
-            self.memo[len(self.memo) if name == "MEMOIZE" else arg] = st[-1]
-        elif name in ("GET", "BINGET", "LONG_BINGET"):
-            if arg not in self.memo:
-                raise self.bad("corrupt pickle (memo)")
-            st.append(self.memo[arg])
-        elif name == "GLOBAL":
-            module, _, cls = arg.partition(" ")
-            st.append(self.global_ref(module, cls))
-        elif name == "STACK_GLOBAL":
-            module, cls = self.pop(2)
-            if not isinstance(module, str) or not isinstance(cls, str):
-                raise self.bad("corrupt pickle (STACK_GLOBAL)")
-            st.append(self.global_ref(module, cls))
-        else:
-            raise self.bad(f"the pickle uses {name}, which only code (not data) needs")
-
-
-def read_meta(data, label):
-    """The objects of a DyNet .meta, in order: ("Parameters", name),
-    ("LookupParameters", name) or (_ClassRef, spec tuple, collection name)."""
-    f, out = io.BytesIO(data), []
-    while f.tell() < len(data):
-        if len(out) >= MAX_OBJECTS:
-            raise ModelFileError(f"{label}: more than {MAX_OBJECTS} objects")
-        reader, count, stopped = _Reader(label), 0, False
-        try:
-            for op, arg, _ in pickletools.genops(f):
-                count += 1
-                if count > MAX_OPS:
-                    raise reader.bad(f"an object of more than {MAX_OPS} opcodes")
-                if op.name == "STOP":
-                    stopped = True
-                    break
-                reader.step(op, arg)
-        except ModelFileError:
-            raise
-        except Exception as e:       # genops: unknown opcode, truncated argument ...
-            raise ModelFileError(f"{label}: corrupt pickle: {type(e).__name__}: {str(e)[:200]}") from None
-        if not stopped or len(reader.stack) != 1 or reader.marks:
-            raise ModelFileError(f"{label}: corrupt or truncated pickle")
-        out.append(_check_entry(reader.stack[0], label))
-    return out
-
-
-def _check_entry(e, label):
-    if (isinstance(e, tuple) and len(e) == 2 and e[0] in ("Parameters", "LookupParameters")
-            and isinstance(e[1], str) and e[1]):
-        return e
-    if (isinstance(e, tuple) and len(e) == 3 and isinstance(e[0], _ClassRef)
-            and isinstance(e[1], tuple) and isinstance(e[2], str) and e[2].startswith("/")):
-        return e
-    raise ModelFileError(f"{label}: an object of the metadata is not one DyNet writes: {e!r:.200}")
 
 
 # ---------------------------------------------------------- rebuilding ----
@@ -215,7 +58,52 @@ def _layer_norm_params(p):
     return p.name().rpartition("/")[2].startswith("ln_")
 
 
+def _resolve(x, label, depth=0):
+    """A user's spec with its references made objects: DyNet's functions and builders
+    ours of the same name, user classes the registered ones."""
+    if depth > MAX_SPEC_DEPTH:
+        raise ModelFileError(f"{label}: a spec nested deeper than {MAX_SPEC_DEPTH}")
+    if isinstance(x, _FuncRef):
+        import autobatch
+        return getattr(autobatch, x.name)
+    if isinstance(x, _UserRef):
+        return savable_class(x.name)
+    if isinstance(x, _ClassRef):
+        cls = _ours(x.name)
+        if cls is None:
+            raise ModelFileError(f"{label}: DyNet's {x.name} is not available here")
+        return cls
+    if isinstance(x, (tuple, list)):
+        return type(x)(_resolve(v, label, depth + 1) for v in x)
+    if isinstance(x, dict):
+        return {k: _resolve(v, label, depth + 1) for k, v in x.items()}
+    return x
+
+
+def _rebuild_user(ref, spec, name, records, pc, label):
+    """DyNet's load of a user's class: `cls.from_spec(spec, model)`, then its collection
+    populated in order from the records under `name`. `cls` is the class code
+    registered under the file's "module:QualName"; it may allocate only as many values
+    as the file holds for it."""
+    cls = savable_class(ref.name)
+    if not callable(getattr(cls, "from_spec", None)):
+        raise ModelFileError(f"{label}: {ref.name} has no from_spec(spec, model)")
+    prefix = name if name.endswith("/") else name + "/"
+    registry = pc._registry
+    registry.load_budget = sum(r.values.size for r in records if r.name.startswith(prefix))
+    try:
+        obj = cls.from_spec(_resolve(spec, label), pc)
+    finally:
+        registry.load_budget = None
+    if not callable(getattr(obj, "param_collection", None)):
+        raise ModelFileError(f"{label}: {ref.name}.from_spec made an object without param_collection()")
+    model_files.populate_collection_dynet(obj.param_collection(), records, name, label)
+    return obj
+
+
 def _rebuild(ref, spec, name, records, pc, label):
+    if isinstance(ref, _UserRef):
+        return _rebuild_user(ref, spec, name, records, pc, label)
     cls, args = _spec_args(ref, spec, label)
     prefix = name if name.endswith("/") else name + "/"
     registry = pc._registry
@@ -266,52 +154,17 @@ def _load(basename, pc, meta_bytes):
 
 # ---------------------------------------------------------------- writing ----
 
-def _emit(x, out, where):
-    if x is None:
-        out.append(b"N")
-    elif x is True or x is False:
-        out.append(b"\x88" if x else b"\x89")
-    elif isinstance(x, int):
-        if not -2 ** 31 <= x < 2 ** 31:
-            raise ValueError(f"dy.save(format='dynet'): {where}: int {x} out of range")
-        out.append(b"J" + struct.pack("<i", x))
-    elif isinstance(x, float):
-        out.append(b"G" + struct.pack(">d", x))
-    elif isinstance(x, str):
-        b = x.encode("utf-8")
-        out.append(b"X" + struct.pack("<I", len(b)) + b)
-    elif isinstance(x, tuple):
-        out.append(b"(")
-        for v in x:
-            _emit(v, out, where)
-        out.append(b"t")
-    elif isinstance(x, _ClassRef):
-        out.append(b"c_dynet\n" + x.name.encode("ascii") + b"\n")
-    else:
-        raise TypeError(f"dy.save(format='dynet'): {where}: cannot write a {type(x).__name__}")
-
-
-def _pickle(obj, where):
-    out = [b"\x80\x02"]
-    _emit(obj, out, where)
-    out.append(b".")
-    return b"".join(out)
-
-
-def _dynet_name(cls):
-    """DyNet's class name for one of our builders."""
-    for dynet_name, (ours, _) in DYNET_BUILDERS.items():
-        if dynet_name != "LSTMBuilder" and _ours(dynet_name) is cls:
-            return dynet_name
-    return None
-
-
 def _builder_entry(obj):
-    """(class ref, DyNet spec) of one of our builders."""
+    """(class ref, DyNet spec) of one of our builders, or of a class registered as
+    "module:QualName" (DyNet's load calls that class's from_spec with the spec)."""
     name = _dynet_name(type(obj))
     if name is None:
-        raise TypeError(f"dy.save(format='dynet'): DyNet has no {type(obj).__name__}; save it "
-                        "in our format (the default)")
+        registered = _user_name(type(obj))
+        if registered is None or not hasattr(obj, "spec"):
+            raise TypeError(f"dy.save(format='dynet'): DyNet has no {type(obj).__name__}: "
+                            "register your class under the DyNet program's 'module:QualName' "
+                            "(dy.register_savable), or save in our format (the default)")
+        return _UserRef(registered), obj.spec
     spec = obj.spec
     fields = DYNET_BUILDERS[name][1]
     if name == "BiRNNBuilder":
@@ -346,7 +199,7 @@ def save(basename, objects):
         meta.append(_pickle((ref, spec, pc.name()), type(obj).__name__))
         # DyNet's files have no room for a layer-normalised LSTM's gains and biases
         # (DyNet keeps them outside the builder's collection); its load makes them anew
-        skip = ref.name == "VanillaLSTMBuilder" and spec[3]
+        skip = type(ref) is _ClassRef and ref.name == "VanillaLSTMBuilder" and spec[3]
         named.extend((p.name(), p) for p in _all_params(pc) if not (skip and _layer_norm_params(p)))
     model_files.write_dynet(basename + ".data", named)
     _write_atomic(basename + ".meta", b"".join(meta))

@@ -14,6 +14,39 @@ import autobatch as dy
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "dynet_model")
 
 
+class OneLayerMLP:
+    """DyNet's saving tutorial's user-defined savable type, here. Registered under the
+    name of the DyNet program's class (tests/data/make_dynet_model_fixture.py), so that
+    files name the class DyNet's load finds there; and under "__main__:OneLayerMLP",
+    the name DyNet's fixture (made by running that script) stores."""
+
+    def __init__(self, model, num_input, num_hidden, num_out, act=dy.tanh):
+        pc = model.add_subcollection()
+        self.W1 = pc.add_parameters((num_hidden, num_input))
+        self.W2 = pc.add_parameters((num_out, num_hidden))
+        self.b1 = pc.add_parameters((num_hidden))
+        self.b2 = pc.add_parameters((num_out))
+        self.pc = pc
+        self.act = act
+        self.spec = (num_input, num_hidden, num_out, act)
+
+    def __call__(self, input_exp):
+        W1, W2, b1, b2 = (p.expr() for p in (self.W1, self.W2, self.b1, self.b2))
+        return dy.softmax(W2 * self.act(W1 * input_exp + b1) + b2)
+
+    def param_collection(self):
+        return self.pc
+
+    @staticmethod
+    def from_spec(spec, model):
+        num_input, num_hidden, num_out, act = spec
+        return OneLayerMLP(model, num_input, num_hidden, num_out, act)
+
+
+dy.register_savable(OneLayerMLP, name="make_dynet_model_fixture:OneLayerMLP")
+dy.register_savable(OneLayerMLP, name="__main__:OneLayerMLP")
+
+
 def build(pc):
     W = pc.add_parameters((2, 3), name="W")
     b = pc.add_parameters(3, name="b")
@@ -57,13 +90,18 @@ def make_ours(directory):
     more = dict(compact=dy.CompactVanillaLSTMBuilder(1, 2, 3, pc),
                 layer_norm=dy.VanillaLSTMBuilder(1, 2, 3, pc, ln_lstm=True))
     dy.save(os.path.join(directory, "ours_saved2"), list(more.values()), format="dynet")
+    E = pc.add_lookup_parameters((100, 10))
+    mlp = OneLayerMLP(pc, 10, 20, 4, dy.rectify)
+    dy.save(os.path.join(directory, "ours_mlp"), [mlp, E], format="dynet")
     expected = {f"value_{k}": v.as_array() for k, v in p.items()}
     expected["grad_W"] = p["W"].grad_as_array()
     for name, builder in list(bs.items()) + list(more.items()):
         expected[f"out_{name}"] = run(name, builder, inputs)
+    dy.renew_cg()
+    expected["out_mlp"] = mlp(E[3]).npvalue()
     np.savez(os.path.join(directory, "ours_expected.npz"), inputs=inputs, **expected)
     return ["ours.model", "ours_v.model", "ours_saved.meta", "ours_saved.data",
-            "ours_saved2.meta", "ours_saved2.data"]
+            "ours_saved2.meta", "ours_saved2.data", "ours_mlp.meta", "ours_mlp.data"]
 
 
 if __name__ == "__main__":

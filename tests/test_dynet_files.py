@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import autobatch as dy
-from autobatch import dynet_meta
-from dynet_files import DATA, build, builders, make_ours, run
+from autobatch import dynet_pickle
+from dynet_files import DATA, OneLayerMLP, build, builders, make_ours, run
 
 EXPECTED = np.load(os.path.join(DATA, "dynet_expected.npz"))
 OURS = np.load(os.path.join(DATA, "ours_expected.npz"))
@@ -237,9 +237,9 @@ def test_a_hostile_meta_runs_nothing_and_adds_nothing(tmp_path, payload, monkeyp
 
 def test_a_meta_that_does_not_match_its_data_adds_nothing(tmp_path):
     base = str(tmp_path / "m")
-    spec = (dynet_meta._ClassRef("VanillaLSTMBuilder"), (1, 2, 300, False, 1.0), "/vanilla-lstm-builder/")
+    spec = (dynet_pickle._ClassRef("VanillaLSTMBuilder"), (1, 2, 300, False, 1.0), "/vanilla-lstm-builder/")
     with open(base + ".meta", "wb") as f:
-        f.write(dynet_meta._pickle(("Parameters", "/W"), "W") + dynet_meta._pickle(spec, "lstm"))
+        f.write(dynet_pickle._pickle(("Parameters", "/W"), "W") + dynet_pickle._pickle(spec, "lstm"))
     with open(base + ".data", "wb") as f:
         f.write(read("dynet_saved.data"))
     pc = dy.ParameterCollection()
@@ -277,9 +277,9 @@ def test_rows_as_arrays():
 def test_an_older_dynets_lstm_builder_is_the_coupled_one(tmp_path):
     """Before dynet38, DyNet's LSTMBuilder was the coupled LSTM (a spec of 3 fields)."""
     base = str(tmp_path / "m")
-    entry = (dynet_meta._ClassRef("LSTMBuilder"), (1, 2, 3), "/lstm-builder/")
+    entry = (dynet_pickle._ClassRef("LSTMBuilder"), (1, 2, 3), "/lstm-builder/")
     with open(base + ".meta", "wb") as f:
-        f.write(dynet_meta._pickle(entry, "lstm"))
+        f.write(dynet_pickle._pickle(entry, "lstm"))
     with open(base + ".data", "wb") as f:
         f.write(read("dynet_saved.data"))
     pc = dy.ParameterCollection()
@@ -363,3 +363,33 @@ def test_dynets_dy_save_data_is_reproduced_byte_for_byte(tmp_path):
     assert open(base + ".data", "rb").read() == read("dynet_saved.data")
     again = dy.load(base, dy.ParameterCollection())
     assert [type(o) for o in again] == [type(o) for o in objects]
+
+
+def test_a_users_class_saved_by_dynet_loads_once_registered(tmp_path):
+    """DyNet's saving tutorial's OneLayerMLP, saved by DyNet (its .meta names
+    __main__.OneLayerMLP and _dynet.rectify): tests/dynet_files.py registers our
+    version of the class under that name; the file gets nothing else."""
+    pc = dy.ParameterCollection()
+    mlp, E = dy.load(path("dynet_mlp"), pc)
+    assert type(mlp) is OneLayerMLP and mlp.act is dy.rectify and E.shape() == (100, 10)
+    dy.renew_cg()
+    np.testing.assert_allclose(mlp(E[3]).npvalue(), EXPECTED["out_mlp"], rtol=1e-5, atol=1e-7)
+    mlp2, E2 = dy.load(path("ours_mlp"), dy.ParameterCollection())      # ours, for DyNet
+    dy.renew_cg()
+    np.testing.assert_allclose(mlp2(E2[3]).npvalue(), OURS["out_mlp"], rtol=1e-6)
+    # a spec asking for more than the file holds is refused before it allocates
+    base = str(tmp_path / "big")
+    entry = (dynet_pickle._UserRef("__main__:OneLayerMLP"), (10, 10 ** 6, 4, dy.rectify), "/_0/")
+    with open(base + ".meta", "wb") as f:
+        f.write(dynet_pickle._pickle(entry, "mlp"))
+    with open(base + ".data", "wb") as f:
+        f.write(read("dynet_mlp.data"))
+    pc3 = dy.ParameterCollection()
+    with pytest.raises(dy.ModelFileError, match="more values than the file"):
+        dy.load(base, pc3)
+    assert pc3.parameters_list() == []
+
+    class Unregistered(OneLayerMLP):
+        pass
+    with pytest.raises(TypeError, match="register"):
+        dy.save(base, [Unregistered(pc, 2, 2, 2)], format="dynet")

@@ -6,14 +6,15 @@
 pc.populate of ours.model, Parameters.populate of ours_v.model, dy.load of
 ours_saved.meta/.data and ours_saved2 (CompactVanillaLSTMBuilder, a layer-normalised
 VanillaLSTMBuilder: its gains and biases, which DyNet's files cannot hold, are at
-their initial values); values, W's gradient and every builder's outputs must equal
+their initial values), ours_mlp (the saving tutorial's OneLayerMLP: DyNet finds the
+class by the name the file gives, make_dynet_model_fixture.OneLayerMLP); values, W's gradient and every builder's outputs must equal
 what autobatch computed (ours_expected.npz). Prints OK or raises."""
 import os
 
 import numpy as np
 
 import dynet as dy
-from make_dynet_model_fixture import HERE, build, run
+from make_dynet_model_fixture import HERE, OneLayerMLP, build, run
 
 ex = np.load(os.path.join(HERE, "ours_expected.npz"))
 pc = dy.ParameterCollection()
@@ -36,4 +37,8 @@ for name, b in [("vanilla", vanilla), ("gru", gru), ("simple", simple), ("couple
 compact, layer_norm = dy.load(os.path.join(HERE, "ours_saved2"), pc2)
 np.testing.assert_allclose(run(compact), ex["out_compact"], rtol=1e-5, atol=1e-6)
 np.testing.assert_allclose(run(layer_norm), ex["out_layer_norm"], rtol=1e-5, atol=1e-6)
+mlp, E2 = dy.load(os.path.join(HERE, "ours_mlp"), pc2)    # a user's class, found by name
+assert type(mlp) is OneLayerMLP and mlp.act is dy.rectify
+dy.renew_cg()
+np.testing.assert_allclose(mlp(E2[3]).npvalue(), ex["out_mlp"], rtol=1e-5, atol=1e-7)
 print("OK: DyNet loads autobatch's files and computes the same outputs")

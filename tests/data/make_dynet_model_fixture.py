@@ -8,6 +8,8 @@ computes with them, for tests/test_dynet_files.py. Run with DyNet installed:
   dynet_enc.model: `enc.save` of its subcollection;
 - dynet_saved.meta / .data: `dy.save` of Parameters, LookupParameters and builders;
   dynet_saved2: a CompactVanillaLSTMBuilder and a layer-normalised VanillaLSTMBuilder;
+  dynet_mlp: the saving tutorial's user-defined OneLayerMLP (pickled as
+  __main__.OneLayerMLP, with _dynet.rectify in its spec) and a lookup table;
 - dynet_expected.npz: every parameter's values (as_array), W's gradient, and the
   outputs of each builder on fixed inputs.
 """
@@ -20,6 +22,33 @@ import dynet as dy
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dynet_model")
 INPUTS = np.array([[0.5, -1.0], [0.25, 0.75], [-0.5, 0.1]], dtype=np.float32)   # 3 steps of dim 2
+
+
+class OneLayerMLP(object):
+    """The user-defined savable type of DyNet's saving tutorial
+    (doc/source/python_saving_tutorial.rst), as written there."""
+
+    def __init__(self, model, num_input, num_hidden, num_out, act=dy.tanh):
+        pc = model.add_subcollection()
+        self.W1 = pc.add_parameters((num_hidden, num_input))
+        self.W2 = pc.add_parameters((num_out, num_hidden))
+        self.b1 = pc.add_parameters((num_hidden))
+        self.b2 = pc.add_parameters((num_out))
+        self.pc = pc
+        self.act = act
+        self.spec = (num_input, num_hidden, num_out, act)
+
+    def __call__(self, input_exp):
+        g = self.act
+        return dy.softmax(self.W2 * g(self.W1 * input_exp + self.b1) + self.b2)
+
+    def param_collection(self):
+        return self.pc
+
+    @staticmethod
+    def from_spec(spec, model):
+        num_input, num_hidden, num_out, act = spec
+        return OneLayerMLP(model, num_input, num_hidden, num_out, act)
 
 
 def build(pc):
@@ -81,6 +110,12 @@ def main():
     dy.save(os.path.join(HERE, "dynet_saved2"), [compact, layer_norm])
     expected["out_compact"] = run(compact)
     expected["out_layer_norm"] = run(layer_norm)
+    pc4 = dy.ParameterCollection()
+    E = pc4.add_lookup_parameters((100, 10))               # the tutorial has 1000 rows
+    mlp = OneLayerMLP(pc4, 10, 20, 4, dy.rectify)
+    dy.save(os.path.join(HERE, "dynet_mlp"), [mlp, E])      # the tutorial's example
+    dy.renew_cg()
+    expected["out_mlp"] = mlp(E[3]).npvalue()
     np.savez(os.path.join(HERE, "dynet_expected.npz"), inputs=INPUTS, **expected)
     print("wrote", sorted(os.listdir(HERE)), file=sys.stderr)
 
