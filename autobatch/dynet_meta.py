@@ -34,7 +34,7 @@ def _spec_args(ref, spec, label):
         raise ModelFileError(f"{label}: DyNet's {ref.name} is not available here")
     fields = DYNET_BUILDERS[ref.name][1]
     if not 3 <= len(spec) <= len(fields):
-        raise ModelFileError(f"{label}: {ref.name} spec {spec!r:.200} has {len(spec)} fields")
+        raise ModelFileError(f"{label}: {ref.name}'s spec has {len(spec)} fields")
     args = []
     for field, v in zip(fields, spec):
         ok = {"ln_lstm": lambda x: isinstance(x, bool),
@@ -44,7 +44,8 @@ def _spec_args(ref, spec, label):
               "builder_layers": lambda x: x is None}.get(
             field, lambda x: type(x) is int and 0 < x < 2 ** 31)
         if not ok(v):
-            raise ModelFileError(f"{label}: {ref.name}: bad {field} {v!r:.60}")
+            shown = repr(v)[:60] if isinstance(v, (bool, int, float, type(None))) else f"a {type(v).__name__}"
+            raise ModelFileError(f"{label}: {ref.name}: bad {field} ({shown})")
         args.append(_ours(v.name) if isinstance(v, _ClassRef) else v)
     if ref.name == "BiRNNBuilder":
         args = args[:4]             # builder_layers is None: built from the factory

@@ -209,7 +209,8 @@ def _check_entry(e, label):
             and (isinstance(e[1], tuple) or type(e[0]) is _UserRef)
             and isinstance(e[2], str) and e[2].startswith("/")):
         return e
-    raise ModelFileError(f"{label}: an object of the metadata is not one DyNet writes: {e!r:.200}")
+    shape = f"a tuple of {len(e)}" if isinstance(e, tuple) else f"a {type(e).__name__}"
+    raise ModelFileError(f"{label}: an object of the metadata is not one DyNet writes ({shape})")
 
 
 # ---------------------------------------------------------------- writing ----

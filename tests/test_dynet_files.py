@@ -219,8 +219,11 @@ class _Boom:
     pickle.dumps(("Parameters", "/W"))[:-1],
     pickle.dumps({"Parameters": "/W"}),
     pickle.dumps(("Parameters", 3)),
+    b"\x80\x02" + b"(" * 4000 + b"t" * 4000 + b".",
+    b"\x80\x02" + b"(" * 4000 + b"N" + b"t" * 4000 + b"N\x86.",
+    b"\x80\x02c_dynet\nGRUBuilder\n" + b"(" * 3000 + b"t" * 3000 + b"X\x03\x00\x00\x00/g/\x87.",
 ], ids=["reduce", "second-object", "function", "reduce-dynet", "not-a-builder", "truncated",
-        "dict", "not-a-name"])
+        "dict", "not-a-name", "deep", "deep-pair", "deep-spec"])
 def test_a_hostile_meta_runs_nothing_and_adds_nothing(tmp_path, payload, monkeypatch):
     base = str(tmp_path / "m")
     with open(base + ".meta", "wb") as f:
