@@ -149,7 +149,6 @@ cdef class Parameters:
     def __rtruediv__(self, other): return _div(other, self)
     def __neg__(self): return _unary(OP_NEG, self.expr(), 0.0)
 
-
     # partial save/load, as DyNet (autobatch.model_files)
     def save(self, fname, key="", append=False, format=None):
         """Write this parameter to `fname` under the name `key` (default: its full name);
@@ -299,7 +298,6 @@ cdef class LookupParameters:
         if trained:
             self._used_mask[:] = 1
         return _wrap(i)
-
 
     # partial save/load, as DyNet (autobatch.model_files)
     def save(self, fname, key="", append=False, format=None):
