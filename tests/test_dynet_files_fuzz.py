@@ -31,6 +31,7 @@ def read(name):
 MODEL = read("dynet.model")
 META = read("dynet_saved.meta")
 DATA_FILE = read("dynet_saved.data")
+PAIRS = [(META, DATA_FILE), (read("dynet_mlp.meta"), read("dynet_mlp.data"))]   # builders; a user's class
 
 
 def state(pc):
@@ -122,7 +123,8 @@ def test_mutated_meta_and_data(tmp_path):
     base = str(tmp_path / "s")
 
     def make(r):
-        return (mutate(META, r), DATA_FILE) if r.random() < 0.6 else (META, mutate(DATA_FILE, r))
+        meta, data = PAIRS[r.randrange(len(PAIRS))]
+        return (mutate(meta, r), data) if r.random() < 0.6 else (meta, mutate(data, r))
     for meta, data in cases(make, rng):
         with open(base + ".meta", "wb") as f:
             f.write(meta)
