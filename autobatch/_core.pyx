@@ -8,6 +8,7 @@ handles; the engine modules do the rest when a value is needed.
 cimport cython
 from cpython.object cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.math cimport log
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
@@ -39,3 +40,6 @@ include "_ops_structure.pxi"
 include "_ops_conv.pxi"
 include "_ops_select.pxi"
 include "_ops_linalg.pxi"
+include "_ops_stats.pxi"
+include "_ops_losses.pxi"
+include "_ops_random.pxi"

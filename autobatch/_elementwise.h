@@ -54,6 +54,7 @@
     OP(acosh,          _,     0.0f, acoshf(X),               1.0f / sqrtf(X * X - 1.0f)) \
     OP(atanh,          _,     0.0f, atanhf(X),               1.0f / (1.0f - X * X))     \
     OP(silu,           beta,  1.0f, X * ab_logistic(A * X),  ab_logistic(A * X) * (1.0f + A * X * (1.0f - ab_logistic(A * X)))) \
+    OP(lgamma,         _,     0.0f, lgammaf(X),              ab_digamma(X))             \
     OP(scale_gradient, lambd, 1.0f, X,                       A)
 
 /* Unary math used by other ops (operators, constants, the fused LSTM kernels). */
@@ -64,7 +65,13 @@
     OP(constant_minus,  A - X,                            -1.0f)                    \
     OP(constant_divide, A / X,                            -Y / X)                   \
     OP(identity,        X,                                1.0f)                     \
-    OP(gate_logistic,   ab_logistic(X + A),               Y * (1.0f - Y))  /* LSTM gates */
+    OP(gate_logistic,   ab_logistic(X + A),               Y * (1.0f - Y))  /* LSTM gates */ \
+    /* rounding: A is 1 for DyNet's straight_through_gradient, 0 for zero_gradient */  \
+    OP(round,           roundf(X),                        A)                        \
+    OP(ceil,            ceilf(X),                         A)                        \
+    OP(floor,           floorf(X),                        A)                        \
+    /* -log Poisson(A; lambda = exp(X)) of the count A */                          \
+    OP(poisson_loss,    expf(X) - A * X + lgammaf(A + 1.0f), expf(X) - A)
 
 #define AB_BINARY_OPS(OP)                                                           \
     OP(add,       X + Y,        1.0f,                    1.0f)                      \
@@ -72,6 +79,9 @@
     OP(cmult,     X * Y,        Y,                       X)                         \
     OP(cdiv,      X / Y,        1.0f / Y,                -Z / Y)                    \
     OP(pow,       powf(X, Y),   Y * powf(X, Y - 1.0f),   Z * logf(X))               \
+    /* DyNet's bmax/bmin: ties send the gradient to y */                             \
+    OP(bmax,      X > Y ? X : Y, X > Y ? 1.0f : 0.0f,    X > Y ? 0.0f : 1.0f)       \
+    OP(bmin,      X < Y ? X : Y, X < Y ? 1.0f : 0.0f,    X < Y ? 0.0f : 1.0f)       \
     OP(mul_tanh,  X * ab_fast_tanh(Y), ab_fast_tanh(Y),                                 \
                   X * (1.0f - ab_fast_tanh(Y) * ab_fast_tanh(Y)))  /* LSTM: o * tanh(c) */
 

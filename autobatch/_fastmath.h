@@ -59,6 +59,25 @@ static inline float ab_exp_nonpos(float x) {
     __builtin_memcpy(&scale, &bits, sizeof scale);
     return p * scale;
 }
+/* digamma, the derivative of lgamma, in double: the reflection formula below 1/2, the
+ * recurrence psi(x) = psi(x + 1) - 1/x up to x >= 6, then the asymptotic series (error
+ * below 1e-9 there). NaN at the poles 0, -1, -2, ... (lgamma's are +inf). */
+static inline float ab_digamma(float xf) {
+    double x = xf, r = 0.0;
+    if (x <= 0.0 && x == floor(x))
+        return NAN;
+    if (x < 0.5) {                        /* psi(x) = psi(1 - x) - pi / tan(pi x) */
+        r = -3.14159265358979323846 / tan(3.14159265358979323846 * x);
+        x = 1.0 - x;
+    }
+    for (; x < 6.0; x += 1.0)
+        r -= 1.0 / x;
+    const double f = 1.0 / (x * x);
+    const double t = f * (-1.0 / 12 + f * (1.0 / 120 + f * (-1.0 / 252 + f * (1.0 / 240
+                     + f * (-1.0 / 132)))));
+    return (float)(r + log(x) - 0.5 / x + t);
+}
+
 /* Sum and maximum of n floats with eight independent partial results, so that the
  * loop vectorises and is not one long chain of dependent additions. */
 static inline double ab_sum(const float* x, int n) {

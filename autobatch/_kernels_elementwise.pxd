@@ -8,6 +8,7 @@ cdef void binary_bwd(Batch* b) noexcept nogil
 cdef void no_bwd(Batch* b) noexcept nogil
 cdef void dropout_fwd(Batch* b) noexcept nogil
 cdef void dropout_bwd(Batch* b) noexcept nogil
+cdef void dropout_dim_fwd(Batch* b) noexcept nogil
 cdef void noise_fwd(Batch* b) noexcept nogil
 cdef void esum_fwd(Batch* b) noexcept nogil
 cdef void esum_bwd(Batch* b) noexcept nogil

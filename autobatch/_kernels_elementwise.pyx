@@ -164,6 +164,45 @@ cdef void dropout_fwd(Batch* b) noexcept nogil:
             mask[i] = keep if stream_uniform(stream, i) >= p else 0.0
             y[i] = x[i] * mask[i]
 
+cdef void dropout_dim_fwd(Batch* b) noexcept nogil:
+    # dropout_dim, dropout_batch, block_dropout: dropout whose mask is drawn once along
+    # the dimensions in `shared` (bit MAX_DIMS: the batch) and repeated over them. The
+    # draw of an element is numbered by its position with the shared coordinates set to
+    # 0, so every element of a slice reads the same number. The full mask goes to aux,
+    # for dropout_bwd.
+    cdef Node* n0 = NODE(b, 0)
+    cdef float p = n0.attr.drop.p
+    cdef float keep = 1.0 / (1.0 - p) if p < 1.0 else 0.0
+    cdef int shared = n0.attr.drop.shared
+    cdef int size[5]
+    cdef int st[5]
+    cdef int c[5]
+    cdef int a, j, i, k, m = n0.size
+    for a in range(MAX_DIMS + 1):
+        size[a] = dim_or_batch(n0, a)
+    contiguous_strides(n0, st)
+    cdef float* mask
+    cdef uint64_t stream
+    for j in range(b.n):
+        mask = arena_alloc(b.arena, m)
+        if mask == NULL:
+            return
+        NODE(b, j).aux = mask
+        stream = node_stream(b.rng, b.ids[j])
+        memset(c, 0, sizeof(c))
+        for i in range(m):
+            k = 0
+            for a in range(MAX_DIMS + 1):
+                if not shared & (1 << a):
+                    k += c[a] * st[a]
+            mask[i] = keep if stream_uniform(stream, k) >= p else 0.0
+            NODE(b, j).val[i] = ARG(b, j, 0).val[i] * mask[i]
+            for a in range(MAX_DIMS + 1):    # the next position, column-major
+                c[a] += 1
+                if c[a] < size[a]:
+                    break
+                c[a] = 0
+
 cdef void dropout_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return

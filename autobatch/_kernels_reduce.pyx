@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Reductions: sums, norms and losses of one or two arguments, max/min along a
 dimension, sum_dim/mean_dim, sum_batches."""
-from libc.math cimport logf, log, sqrt
+from libc.math cimport fabsf, logf, log, sqrt
 from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memcpy, memset
 
@@ -54,10 +54,19 @@ cdef void reduce_bwd(Batch* b) noexcept nogil:
                 elif y > 0:
                     x.grad[k * m + i] += x.val[k * m + i] / y * g
 
+cdef inline float huber(float r, float c) noexcept nogil:
+    """Huber's loss of a residual r: quadratic within c, linear beyond."""
+    return 0.5 * r * r if fabsf(r) <= c else c * (fabsf(r) - 0.5 * c)
+
+cdef inline float huber_slope(float r, float c) noexcept nogil:
+    return r if fabsf(r) <= c else (c if r > 0 else -c)
+
 cdef void pair_reduce_fwd(Batch* b) noexcept nogil:
-    """dot_product, squared_distance, binary_log_loss of two same-size arguments."""
+    """dot_product, squared_distance, l1_distance, huber_distance (c: its attribute),
+    binary_log_loss of two same-size arguments."""
     cdef Node* n0 = NODE(b, 0)
     cdef int op = n0.op, j, k, i, m, xb, yb
+    cdef float c = n0.attr.scalar.value
     cdef Node* x
     cdef Node* y
     cdef double s
@@ -77,6 +86,10 @@ cdef void pair_reduce_fwd(Batch* b) noexcept nogil:
                     s += u * v
                 elif op == OP_SQUARED_DISTANCE:
                     s += (u - v) * (u - v)
+                elif op == OP_L1_DISTANCE:
+                    s += fabsf(u - v)
+                elif op == OP_HUBER_DISTANCE:
+                    s += huber(u - v, c)
                 else:
                     s -= v * log(u) + (1.0 - v) * log(1.0 - u)
             NODE(b, j).val[k] = <float>s
@@ -86,7 +99,7 @@ cdef void pair_reduce_bwd(Batch* b) noexcept nogil:
     cdef int op = n0.op, j, k, i, m, xb, yb
     cdef Node* x
     cdef Node* y
-    cdef float u, v, g, gu, gv
+    cdef float u, v, g, gu, gv, c = n0.attr.scalar.value
     cdef bint want_x = batch_arg_needs_grad(b, 0)
     cdef bint want_y = batch_arg_needs_grad(b, 1)
     for j in range(b.n):
@@ -105,6 +118,12 @@ cdef void pair_reduce_bwd(Batch* b) noexcept nogil:
                     gv = u
                 elif op == OP_SQUARED_DISTANCE:
                     gu = 2.0 * (u - v)
+                    gv = -gu
+                elif op == OP_L1_DISTANCE:
+                    gu = 1.0 if u > v else (-1.0 if u < v else 0.0)
+                    gv = -gu
+                elif op == OP_HUBER_DISTANCE:
+                    gu = huber_slope(u - v, c)
                     gv = -gu
                 else:
                     gu = -v / u + (1.0 - v) / (1.0 - u)

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Softmax along a dimension, log_softmax, and the losses built on them
 (pickneglogsoftmax, hinge)."""
-from libc.math cimport logf, log
+from libc.math cimport logf, log, INFINITY
 from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memcpy, memset
 
@@ -195,3 +195,56 @@ cdef void hinge_bwd(Batch* b) noexcept nogil:
                 if i != gold and n0.attr.hinge.margin - xv[gold] + xv[i] > 0:
                     dx[i] += g
                     dx[gold] -= g
+
+# log_softmax(x, restrict=[...]): DyNet's RestrictedLogSoftmax. ibuf at idata holds the
+# count, then the restricted rows; each column of every batch element is normalised over
+# those rows only and the others are -inf (one row alone gives 0, as DyNet).
+
+cdef void restricted_log_softmax_fwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef int r = rows(n0), cols_ = n0.size // r, j, c, t, n
+    cdef const int32_t* keep
+    cdef float* x
+    cdef float* y
+    cdef float mx
+    cdef double s
+    for j in range(b.n):
+        n = b.ibuf[NODE(b, j).idata]
+        keep = b.ibuf + NODE(b, j).idata + 1
+        for c in range(cols_):
+            x = ARG(b, j, 0).val + c * r
+            y = NODE(b, j).val + c * r
+            mx = x[keep[0]]
+            for t in range(1, n):
+                if x[keep[t]] > mx:
+                    mx = x[keep[t]]
+            s = 0
+            for t in range(n):
+                s += exp_nonpos(x[keep[t]] - mx)
+            for t in range(r):
+                y[t] = -INFINITY
+            for t in range(n):
+                y[keep[t]] = 0.0 if n == 1 else x[keep[t]] - mx - <float>log(s)
+
+cdef void restricted_log_softmax_bwd(Batch* b) noexcept nogil:
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef int r = rows(n0), cols_ = n0.size // r, j, c, t, n
+    cdef const int32_t* keep
+    cdef float* y
+    cdef float* dy
+    cdef float* dx
+    cdef double s
+    for j in range(b.n):
+        n = b.ibuf[NODE(b, j).idata]
+        keep = b.ibuf + NODE(b, j).idata + 1
+        for c in range(cols_):
+            y = NODE(b, j).val + c * r
+            dy = NODE(b, j).grad + c * r
+            dx = ARG(b, j, 0).grad + c * r
+            s = 0
+            for t in range(n):
+                s += dy[keep[t]]
+            for t in range(n):
+                dx[keep[t]] += dy[keep[t]] - exp_nonpos(y[keep[t]]) * <float>s

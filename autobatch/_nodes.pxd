@@ -39,6 +39,11 @@ ctypedef struct ReduceAttr:       # sum_dim, mean_dim: the dimensions summed ove
 ctypedef struct PermAttr:         # transpose: output dimension k is input dimension perm[k]
     int32_t perm[4]
 
+ctypedef struct DropAttr:         # dropout_dim, dropout_batch, block_dropout
+    float p                       # probability of dropping
+    int32_t shared                # bit k: one mask draw along dimension k (k < MAX_DIMS;
+                                  # bit MAX_DIMS: the batch), repeated over it
+
 ctypedef struct MarginAttr:
     float margin
 
@@ -61,6 +66,7 @@ ctypedef union Attrs:
     ReduceAttr reduce
     PermAttr transpose
     MarginAttr hinge
+    DropAttr drop
     GatesAttr gates
     ConvAttr conv
     PoolAttr pool

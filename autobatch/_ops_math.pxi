@@ -62,6 +62,66 @@ def cmult(x, y): return _binary(OP_CMULT, _as_expr(x), _as_expr(y))
 def cdiv(x, y): return _binary(OP_CDIV, _as_expr(x), _as_expr(y))
 
 
+def bmax(x, y):
+    """Elementwise max(x_i, y_i) (DyNet's bmax); the gradient goes to x where x > y,
+    else to y (ties: y). x and y broadcast as in cmult (DyNet needs equal shapes)."""
+    return _binary(OP_BMAX, _as_expr(x), _as_expr(y))
+
+
+def bmin(x, y):
+    """Elementwise min(x_i, y_i) (DyNet's bmin); the gradient goes to x where x < y,
+    else to y (ties: y). x and y broadcast as in cmult."""
+    return _binary(OP_BMIN, _as_expr(x), _as_expr(y))
+
+
+def emax(xs):
+    """Elementwise max over the list xs (DyNet's emax): a chain of bmax, so on ties the
+    gradient goes to the earliest expression, as in DyNet. Shapes as bmax."""
+    xs = list(xs)
+    if not xs:
+        raise ValueError("emax: needs at least one expression")
+    cdef Expression c = _as_expr(xs[0])
+    _check(c)
+    for x in xs[1:]:
+        c = _binary(OP_BMAX, _as_expr(x), c)
+    return c
+
+
+def flip_gradient(x):
+    """The identity forward; backward passes the negated gradient (DyNet's
+    flip_gradient, for adversarial training). It is scale_gradient(x, -1)."""
+    return ELEMENTWISE_FUNCTIONS["scale_gradient"](x, -1.0)
+
+
+# DyNet's gradient modes of round, ceil and floor: no gradient, or the identity's
+cdef dict _GRADIENT_MODES = {"zero_gradient": 0.0, "straight_through_gradient": 1.0}
+
+
+cdef Expression _rounding(int op, object x, object gradient_mode):
+    mode = _GRADIENT_MODES.get(gradient_mode) if isinstance(gradient_mode, str) else None
+    if mode is None:
+        raise ValueError(f"Unknown gradient mode for {OP_NAMES[op]}: {gradient_mode!r} "
+                         f"(zero_gradient or straight_through_gradient)")
+    return _unary(op, _as_expr(x), mode)
+
+
+def round(x, gradient_mode):
+    """Elementwise rounding to the nearest integer, halves away from zero (DyNet's
+    round). gradient_mode: "zero_gradient" (none flows back) or
+    "straight_through_gradient" (the gradient passes unchanged)."""
+    return _rounding(OP_ROUND, x, gradient_mode)
+
+
+def ceil(x, gradient_mode):
+    """Elementwise ceiling (DyNet's ceil); gradient_mode as in round."""
+    return _rounding(OP_CEIL, x, gradient_mode)
+
+
+def floor(x, gradient_mode):
+    """Elementwise floor (DyNet's floor); gradient_mode as in round."""
+    return _rounding(OP_FLOOR, x, gradient_mode)
+
+
 def colwise_add(x, bias):
     """x + bias with the column vector bias added to every column of the matrix x."""
     cdef Expression ex = _as_expr(x), eb = _as_expr(bias)
@@ -223,9 +283,12 @@ def softmax(Expression x, d=0):
 
 
 def log_softmax(Expression x, restrict=None):
-    """Log of the softmax of each column (dimension 0), as DyNet."""
+    """Log of the softmax of each column (dimension 0), as DyNet. restrict: a list of
+    rows; the softmax is then over those rows only and the others are -inf (their
+    gradient 0), DyNet's restricted log softmax (one row alone gives 0). DyNet takes
+    a vector there; here every column of every batch element is restricted alike."""
     if restrict is not None:
-        raise NotImplementedError("log_softmax(restrict=...) is not supported")
+        return _restricted_log_softmax(x, restrict)
     cdef Node* n = _check(x)
     cdef Attrs at = _axis_attr(0)
     return _wrap(_here().add_node(OP_LOG_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))

@@ -38,6 +38,13 @@ cdef enum OpId:
     OP_INVERSE, OP_LOGDET, OP_CONTRACT3D_1D, OP_CONTRACT3D_1D_1D
     # filters along the columns of a matrix; circular convolution and correlation
     OP_KMH_NGRAM, OP_FILTER1D_NARROW, OP_CIRC_CONV, OP_CIRC_CORR
+    # DyNet's other math: elementwise max/min, rounding (straight-through or zero
+    # gradient), Poisson loss, the L1 and Huber distances, dropout with a mask shared
+    # along dimensions, cumulative sums and logsumexp along a dimension, log_softmax
+    # restricted to some elements
+    OP_BMAX, OP_BMIN, OP_ROUND, OP_CEIL, OP_FLOOR, OP_POISSON_LOSS,
+    OP_L1_DISTANCE, OP_HUBER_DISTANCE, OP_DROPOUT_DIM, OP_CUMSUM, OP_LOGSUMEXP_DIM,
+    OP_RESTRICTED_LOG_SOFTMAX
     N_FIXED_OPS
 
 cdef const OpDef* op_table() noexcept nogil

@@ -22,6 +22,7 @@ from autobatch._kernels_sparsemax cimport *
 from autobatch._kernels_linalg cimport *
 from autobatch._kernels_contract cimport *
 from autobatch._kernels_seq cimport *
+from autobatch._kernels_along cimport *
 
 # the fixed ops (ids of the OpId enum), then the API's unary ops of _elementwise.h
 cdef int N_OPS = N_FIXED_OPS + AB_UNARY_API_COUNT
@@ -148,6 +149,19 @@ defop(OP_KMH_NGRAM, b"kmh_ngram", 1, kmh_ngram_fwd, kmh_ngram_bwd)
 defop(OP_FILTER1D_NARROW, b"filter1d_narrow", 2, filter1d_fwd, filter1d_bwd)
 defop(OP_CIRC_CONV, b"circ_conv", 2, circ_fwd, circ_bwd)
 defop(OP_CIRC_CORR, b"circ_corr", 2, circ_fwd, circ_bwd)
+defbinary(OP_BMAX, b"bmax")
+defbinary(OP_BMIN, b"bmin")
+defunary(OP_ROUND, b"round", b"straight_through: float")
+defunary(OP_CEIL, b"ceil", b"straight_through: float")
+defunary(OP_FLOOR, b"floor", b"straight_through: float")
+defunary(OP_POISSON_LOSS, b"poisson_loss", b"x: float")
+defop(OP_L1_DISTANCE, b"l1_distance", 2, pair_reduce_fwd, pair_reduce_bwd)
+defop(OP_HUBER_DISTANCE, b"huber_distance", 2, pair_reduce_fwd, pair_reduce_bwd, b"c: float")
+defop(OP_DROPOUT_DIM, b"dropout_dim", 1, dropout_dim_fwd, dropout_bwd, b"p: float, shared: int")
+defop(OP_CUMSUM, b"cumsum", 1, cumsum_fwd, cumsum_bwd, b"dim: int")
+defop(OP_LOGSUMEXP_DIM, b"logsumexp_dim", 1, logsumexp_dim_fwd, logsumexp_dim_bwd, b"dim: int")
+defop(OP_RESTRICTED_LOG_SOFTMAX, b"restricted_log_softmax", 1, restricted_log_softmax_fwd,
+      restricted_log_softmax_bwd)
 
 # the API's unary ops: one line of _elementwise.h each (their attribute, if any, is
 # the constant A, a float)

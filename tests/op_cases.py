@@ -136,6 +136,8 @@ class Variant:
     fn: Callable
     grad_scale: float = 1.0      # analytic gradient = grad_scale * numeric gradient
     random: bool = False         # draws random numbers: no numpy reference
+    grad_check: bool = True      # False: the gradient is not the finite difference
+                                 # (straight-through, -inf outputs); tested elsewhere
     grad_kw: dict = field(default_factory=dict)
 
     @property
@@ -198,6 +200,8 @@ UNARY = {
     "asinh": [("", dy.asinh, np.arcsinh, {"lo": -2, "hi": 2}, {})],
     "acosh": [("", dy.acosh, np.arccosh, {"lo": 1.2, "hi": 3.0}, {})],
     "atanh": [("", dy.atanh, np.arctanh, {"lo": -0.8, "hi": 0.8}, {})],
+    "lgamma": [("", dy.lgamma, np.vectorize(__import__("math").lgamma), {"lo": 0.3, "hi": 4.0}, {}),
+               ("negative", dy.lgamma, np.vectorize(__import__("math").lgamma), {"lo": -0.9, "hi": -0.1}, {})],
     "silu": [("b1", dy.silu, lambda x: x / (1 + np.exp(-x)), {"lo": -3, "hi": 3}, {}),
              ("b2", lambda x: dy.silu(x, 2.0), lambda x: x / (1 + np.exp(-2 * x)), {"lo": -3, "hi": 3}, {}),
              ("beta=0.5", lambda x: dy.silu(x, beta=0.5), lambda x: x / (1 + np.exp(-0.5 * x)),
@@ -914,3 +918,4 @@ _pool_variant("same-overlap", 5, 5, 1, (3, 3), (2, 2), False)
 _pool_variant("batched", 4, 4, 2, (2, 1), (2, 1), True, bs=2)
 import op_cases_select  # noqa: E402,F401  (more cases, registered on import)
 import op_cases_linalg  # noqa: E402,F401
+import op_cases_dynet  # noqa: E402,F401  (DyNet's ops of issue 8, group A)

@@ -1,0 +1,133 @@
+# DyNet's statistics along dimensions and the normalisations built on them: moments,
+# standard deviations, mean_batches, cumsum, logsumexp_dim, layer_norm, weight_norm.
+# Included by _core.pyx; uses _expression.pxi, _shapes.pxi and _ops_math.pxi. The
+# moments are composites of the engine's elementwise powers and mean_dim/mean_elems.
+
+def cumsum(Expression x, d=0):
+    """Cumulative sum along dimension d: y_i = x_0 + ... + x_i (DyNet's cumsum); the
+    shape (batch included) is kept. Any of 1 to 4 dimensions (DyNet: 3)."""
+    cdef Node* n = _check(x)
+    cdef Attrs at = _axis_attr(_dim_index("cumsum", n, d))
+    return _wrap(_here().add_node(OP_CUMSUM, 1, &x.idx, _like(n, n.bs), 0, &at))
+
+
+def logsumexp_dim(Expression x, d=0):
+    """log(sum_i exp(x_i)) along dimension d, which is removed (DyNet's logsumexp_dim);
+    computed stably (shifted by the maximum). The batch is kept. Any of 1 to 4
+    dimensions (DyNet: 2). Its gradient is the softmax along d."""
+    cdef Node* n = _check(x)
+    cdef int k = _dim_index("logsumexp_dim", n, d)
+    cdef Attrs at = _axis_attr(k)
+    return _wrap(_here().add_node(OP_LOGSUMEXP_DIM, 1, &x.idx,
+                                  _without_dims("logsumexp_dim", n, 1 << k, n.bs), 0, &at))
+
+
+cdef object _order(object r, str name):
+    r = _as_index(r, name)
+    if r < 1:
+        raise ValueError(f"{name}: the order r of a moment must be >= 1, got {r}")
+    return r
+
+
+cdef Expression _power(Expression x, object r):
+    """x ** r elementwise for an integer r >= 1 (square and cube exactly)."""
+    if r == 1:
+        return x
+    if r == 2:
+        return ELEMENTWISE_FUNCTIONS["square"](x)
+    if r == 3:
+        return ELEMENTWISE_FUNCTIONS["cube"](x)
+    return pow(x, float(r))
+
+
+def moment_elems(Expression x, r):
+    """The r-th moment (1/n) sum_i x_i^r of all elements of each batch element, shape
+    (1,) (DyNet's moment_elems). A composite: mean_elems of x^r."""
+    _check(x)
+    return mean_elems(_power(x, _order(r, "moment_elems")))
+
+
+def moment_dim(Expression x, d, r, b=False, n=0):
+    """The r-th moment (1/n) sum x^r over the dimensions in the list d, and the batch if
+    b (DyNet's moment_dim); those dimensions are removed. n > 0 replaces the divisor
+    (masking). A composite: mean_dim of x^r."""
+    _check(x)
+    return mean_dim(_power(x, _order(r, "moment_dim")), d, b, n)
+
+
+def moment_batches(Expression x, r):
+    """The r-th moment over the batch: (1/B) sum_b x_b^r, batch size 1 (DyNet's
+    moment_batches). A composite: mean_dim(x^r, [], b=True)."""
+    _check(x)
+    return mean_dim(_power(x, _order(r, "moment_batches")), [], True)
+
+
+def mean_batches(Expression x):
+    """The mean over the batch, batch size 1, the shape kept (DyNet's mean_batches);
+    mean_dim(x, [], b=True)."""
+    return mean_dim(x, [], True)
+
+
+cdef Expression _std(Expression x, object d, bint b, object n, str name):
+    """sqrt(mean((x - mean)^2)) over the dimensions d (and the batch if b), the means
+    dividing by n if n > 0: a composite of mean_dim, reshape, subtract, square, sqrt, so
+    its gradient is the exact one."""
+    cdef Node* node = _check(x)
+    if isinstance(d, (int, np.integer)):
+        d = [d]
+    d = list(d)
+    cdef Expression mu = mean_dim(x, d, b, n)
+    node = &_here().nodes[x.idx]
+    if d:       # the mean's shape with the reduced dimensions put back as 1s
+        kept = tuple(1 if a in d else node.d[a] for a in range(node.nd))
+        mu = reshape(mu, kept)
+    cdef Expression dev = _binary(OP_SUB, x, mu)
+    return ELEMENTWISE_FUNCTIONS["sqrt"](mean_dim(ELEMENTWISE_FUNCTIONS["square"](dev), d, b, n))
+
+
+def std_dim(Expression x, d, b=False, n=0):
+    """Standard deviation sqrt((1/n) sum (x - mu)^2) over the dimensions in the list d,
+    and the batch if b (DyNet's std_dim): the population one, the dimensions removed.
+    n > 0 replaces the divisor of both means (as documented by DyNet; dynet38's Python
+    binding ignores it). A composite of mean_dim, square and sqrt."""
+    return _std(x, d, b, n, "std_dim")
+
+
+def std_elems(Expression x):
+    """Standard deviation of all elements of each batch element, shape (1,) (DyNet's
+    std_elems). A composite: sqrt(mean_elems((x - mean_elems(x))^2))."""
+    _check(x)
+    cdef Expression dev = _binary(OP_SUB, x, mean_elems(x))
+    return ELEMENTWISE_FUNCTIONS["sqrt"](mean_elems(ELEMENTWISE_FUNCTIONS["square"](dev)))
+
+
+def std_batches(Expression x):
+    """Standard deviation over the batch, batch size 1, the shape kept (DyNet's
+    std_batches). A composite as std_dim(x, [], b=True)."""
+    return _std(x, [], True, 0, "std_batches")
+
+
+def layer_norm(x, g, b):
+    """Layer normalisation (Ba et al., 2016), as DyNet composes it:
+    g * (x - mean_elems(x)) / (std_elems(x) + 1e-8) + b, each batch element of x
+    normalised over all its elements; g and b have x's shape (no batch) and broadcast
+    as in cmult. A composite of engine ops (nine nodes), batched like them."""
+    cdef Expression ex = _as_expr(x), eg = _as_expr(g), eb = _as_expr(b)
+    _check(ex)
+    cdef Expression dev = _binary(OP_SUB, ex, mean_elems(ex))
+    cdef Expression sigma = ELEMENTWISE_FUNCTIONS["sqrt"](
+        mean_elems(ELEMENTWISE_FUNCTIONS["square"](dev)))
+    return _binary(OP_ADD, _binary(OP_CMULT, eg, _binary(OP_CDIV, dev, sigma + 1e-8)), eb)
+
+
+def weight_norm(w, g):
+    """Weight normalisation (Salimans and Kingma, 2016): g * w / ||w||, ||w|| the L2
+    norm of all of w's elements (per batch element) and g one number (DyNet's
+    weight_norm). A composite: cmult(cdiv(w, l2_norm(w)), g)."""
+    cdef Expression ew = _as_expr(w), eg = _as_expr(g)
+    _check(ew)
+    cdef Node* ng = _check(eg)
+    if elems(ng) != 1:
+        raise DimensionError(f"weight_norm: the gain g must have one element, got shape "
+                             f"{_dimstr(ng)}")
+    return _binary(OP_CMULT, _binary(OP_CDIV, ew, l2_norm(ew)), eg)
