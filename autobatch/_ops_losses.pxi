@@ -64,7 +64,7 @@ def huber_distance(x, y, c=1.345):
     return _distance(OP_HUBER_DISTANCE, x, y, cc)
 
 
-def hinge_dim(Expression x, v, d=0, m=1.0):
+def hinge_dim(x, v, d=0, m=1.0):
     """Hinge losses of a matrix x along dimension d (DyNet's hinge_dim): for d=0, column
     i's loss is sum over rows r != v[i] of max(0, x[r, i] + m - x[v[i], i]) (d=1: the
     same for rows), a vector of x.d[1 - d] losses per batch element. v is a list of
@@ -72,7 +72,8 @@ def hinge_dim(Expression x, v, d=0, m=1.0):
     per batch element. A composite: the columns are spread over the batch (reshape)
     and go through one hinge node."""
     cdef float margin = _finite("hinge_dim", "m", m)
-    cdef Node* n = _check(x)
+    cdef Expression e = _as_expr(x)
+    cdef Node* n = _check(e)
     k = _as_index(d, "hinge_dim")
     if n.nd != 2 or k not in (0, 1):
         raise DimensionError(f"hinge_dim: needs a matrix and d = 0 or 1, got shape "
@@ -91,7 +92,7 @@ def hinge_dim(Expression x, v, d=0, m=1.0):
             raise ValueError(f"hinge_dim: {len(ids)} indices for {lines} "
                              f"{'columns' if k == 0 else 'rows'} of {_dimstr(n)}")
         idx += ids
-    cdef Expression lines_first = transpose(x) if k == 1 else x
+    cdef Expression lines_first = transpose(e) if k == 1 else e
     flat = reshape(lines_first, (length,), batch_size=lines * bs)
     return reshape(hinge(flat, idx, margin), (lines,), batch_size=bs)
 

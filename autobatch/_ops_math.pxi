@@ -282,13 +282,14 @@ def softmax(Expression x, d=0):
     return _wrap(_here().add_node(OP_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))
 
 
-def log_softmax(Expression x, restrict=None):
+def log_softmax(x, restrict=None):
     """Log of the softmax of each column (dimension 0), as DyNet. restrict: a list of
     rows; the softmax is then over those rows only and the others are -inf (their
     gradient 0), DyNet's restricted log softmax (one row alone gives 0). DyNet takes
     a vector there; here every column of every batch element is restricted alike."""
+    cdef Expression e = _as_expr(x)
     if restrict is not None:
-        return _restricted_log_softmax(x, restrict)
-    cdef Node* n = _check(x)
+        return _restricted_log_softmax(e, restrict)
+    cdef Node* n = _check(e)
     cdef Attrs at = _axis_attr(0)
-    return _wrap(_here().add_node(OP_LOG_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))
+    return _wrap(_here().add_node(OP_LOG_SOFTMAX, 1, &e.idx, _like(n, n.bs), 0, &at))

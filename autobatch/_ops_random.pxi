@@ -14,24 +14,25 @@ cdef Expression _dropout_shared(Expression x, float p, int shared, bint allow_on
     return _wrap(_here().add_node(OP_DROPOUT_DIM, 1, &x.idx, _like(n, n.bs), 0, &at))
 
 
-def dropout_dim(Expression x, d, float p):
+def dropout_dim(x, d, float p):
     """Dropout whose mask is the same along dimension d (DyNet's dropout_dim): whole
     slices along d are dropped with probability p, the rest scaled by 1/(1-p). For a
     matrix, d=0 drops columns and d=1 rows."""
-    cdef Node* n = _check(x)
-    return _dropout_shared(x, p, 1 << _dim_index("dropout_dim", n, d), False, "dropout_dim")
+    cdef Expression e = _as_expr(x)
+    cdef Node* n = _check(e)
+    return _dropout_shared(e, p, 1 << _dim_index("dropout_dim", n, d), False, "dropout_dim")
 
 
-def dropout_batch(Expression x, float p):
+def dropout_batch(x, float p):
     """Dropout of whole batch elements (DyNet's dropout_batch): each is zeroed with
     probability p, the rest scaled by 1/(1-p)."""
-    return _dropout_shared(x, p, (1 << MAX_DIMS) - 1, False, "dropout_batch")
+    return _dropout_shared(_as_expr(x), p, (1 << MAX_DIMS) - 1, False, "dropout_batch")
 
 
-def block_dropout(Expression x, float p):
+def block_dropout(x, float p):
     """Drops all of x (every batch element) with probability p, else scales it by
     1/(1-p) (DyNet's block_dropout); p may be 1 (always 0)."""
-    return _dropout_shared(x, p, (1 << (MAX_DIMS + 1)) - 1, True, "block_dropout")
+    return _dropout_shared(_as_expr(x), p, (1 << (MAX_DIMS + 1)) - 1, True, "block_dropout")
 
 
 cdef Expression _random_leaf(object dim, object batch_size, str name, int kind, double a,

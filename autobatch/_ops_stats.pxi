@@ -3,22 +3,24 @@
 # Included by _core.pyx; uses _expression.pxi, _shapes.pxi and _ops_math.pxi. The
 # moments are composites of the engine's elementwise powers and mean_dim/mean_elems.
 
-def cumsum(Expression x, d=0):
+def cumsum(x, d=0):
     """Cumulative sum along dimension d: y_i = x_0 + ... + x_i (DyNet's cumsum); the
     shape (batch included) is kept. Any of 1 to 4 dimensions (DyNet: 3)."""
-    cdef Node* n = _check(x)
+    cdef Expression e = _as_expr(x)
+    cdef Node* n = _check(e)
     cdef Attrs at = _axis_attr(_dim_index("cumsum", n, d))
-    return _wrap(_here().add_node(OP_CUMSUM, 1, &x.idx, _like(n, n.bs), 0, &at))
+    return _wrap(_here().add_node(OP_CUMSUM, 1, &e.idx, _like(n, n.bs), 0, &at))
 
 
-def logsumexp_dim(Expression x, d=0):
+def logsumexp_dim(x, d=0):
     """log(sum_i exp(x_i)) along dimension d, which is removed (DyNet's logsumexp_dim);
     computed stably (shifted by the maximum). The batch is kept. Any of 1 to 4
     dimensions (DyNet: 2). Its gradient is the softmax along d."""
-    cdef Node* n = _check(x)
+    cdef Expression e = _as_expr(x)
+    cdef Node* n = _check(e)
     cdef int k = _dim_index("logsumexp_dim", n, d)
     cdef Attrs at = _axis_attr(k)
-    return _wrap(_here().add_node(OP_LOGSUMEXP_DIM, 1, &x.idx,
+    return _wrap(_here().add_node(OP_LOGSUMEXP_DIM, 1, &e.idx,
                                   _without_dims("logsumexp_dim", n, 1 << k, n.bs), 0, &at))
 
 
@@ -40,32 +42,35 @@ cdef Expression _power(Expression x, object r):
     return pow(x, float(r))
 
 
-def moment_elems(Expression x, r):
+def moment_elems(x, r):
     """The r-th moment (1/n) sum_i x_i^r of all elements of each batch element, shape
     (1,) (DyNet's moment_elems). A composite: mean_elems of x^r."""
-    _check(x)
-    return mean_elems(_power(x, _order(r, "moment_elems")))
+    cdef Expression e = _as_expr(x)
+    _check(e)
+    return mean_elems(_power(e, _order(r, "moment_elems")))
 
 
-def moment_dim(Expression x, d, r, b=False, n=0):
+def moment_dim(x, d, r, b=False, n=0):
     """The r-th moment (1/n) sum x^r over the dimensions in the list d, and the batch if
     b (DyNet's moment_dim); those dimensions are removed. n > 0 replaces the divisor
     (masking). A composite: mean_dim of x^r."""
-    _check(x)
-    return mean_dim(_power(x, _order(r, "moment_dim")), d, b, n)
+    cdef Expression e = _as_expr(x)
+    _check(e)
+    return mean_dim(_power(e, _order(r, "moment_dim")), d, b, n)
 
 
-def moment_batches(Expression x, r):
+def moment_batches(x, r):
     """The r-th moment over the batch: (1/B) sum_b x_b^r, batch size 1 (DyNet's
     moment_batches). A composite: mean_dim(x^r, [], b=True)."""
-    _check(x)
-    return mean_dim(_power(x, _order(r, "moment_batches")), [], True)
+    cdef Expression e = _as_expr(x)
+    _check(e)
+    return mean_dim(_power(e, _order(r, "moment_batches")), [], True)
 
 
-def mean_batches(Expression x):
+def mean_batches(x):
     """The mean over the batch, batch size 1, the shape kept (DyNet's mean_batches);
     mean_dim(x, [], b=True)."""
-    return mean_dim(x, [], True)
+    return mean_dim(_as_expr(x), [], True)
 
 
 cdef Expression _std(Expression x, object d, bint b, object n, str name):
@@ -85,26 +90,27 @@ cdef Expression _std(Expression x, object d, bint b, object n, str name):
     return ELEMENTWISE_FUNCTIONS["sqrt"](mean_dim(ELEMENTWISE_FUNCTIONS["square"](dev), d, b, n))
 
 
-def std_dim(Expression x, d, b=False, n=0):
+def std_dim(x, d, b=False, n=0):
     """Standard deviation sqrt((1/n) sum (x - mu)^2) over the dimensions in the list d,
     and the batch if b (DyNet's std_dim): the population one, the dimensions removed.
     n > 0 replaces the divisor of both means (as documented by DyNet; dynet38's Python
     binding ignores it). A composite of mean_dim, square and sqrt."""
-    return _std(x, d, b, n, "std_dim")
+    return _std(_as_expr(x), d, b, n, "std_dim")
 
 
-def std_elems(Expression x):
+def std_elems(x):
     """Standard deviation of all elements of each batch element, shape (1,) (DyNet's
     std_elems). A composite: sqrt(mean_elems((x - mean_elems(x))^2))."""
-    _check(x)
-    cdef Expression dev = _binary(OP_SUB, x, mean_elems(x))
+    cdef Expression e = _as_expr(x)
+    _check(e)
+    cdef Expression dev = _binary(OP_SUB, e, mean_elems(e))
     return ELEMENTWISE_FUNCTIONS["sqrt"](mean_elems(ELEMENTWISE_FUNCTIONS["square"](dev)))
 
 
-def std_batches(Expression x):
+def std_batches(x):
     """Standard deviation over the batch, batch size 1, the shape kept (DyNet's
     std_batches). A composite as std_dim(x, [], b=True)."""
-    return _std(x, [], True, 0, "std_batches")
+    return _std(_as_expr(x), [], True, 0, "std_batches")
 
 
 def layer_norm(x, g, b):
