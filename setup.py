@@ -19,6 +19,7 @@ MOD_NAMES = [
     "autobatch._kernels_contract",  # 3-d tensor contractions
     "autobatch._kernels_seq",       # kmh_ngram, filter1d_narrow, circular conv/corr
     "autobatch._kernels_along",     # cumulative sums and logsumexp along a dimension
+    "autobatch._kernels_norm",      # layer normalisation
     "autobatch._kernels_conv",  # convolution and max pooling on raw float* images
     "autobatch._kernels_conv_np",   # ... their numpy entry points, for kernel tests
     "autobatch._conv_nodes",    # ... over the images of every node of a batch

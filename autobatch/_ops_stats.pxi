@@ -1,7 +1,8 @@
 # DyNet's statistics along dimensions and the normalisations built on them: moments,
 # standard deviations, mean_batches, cumsum, logsumexp_dim, layer_norm, weight_norm.
 # Included by _core.pyx; uses _expression.pxi, _shapes.pxi and _ops_math.pxi. The
-# moments are composites of the engine's elementwise powers and mean_dim/mean_elems.
+# moments are composites of the engine's elementwise powers and mean_dim/mean_elems;
+# layer_norm is one node.
 
 def cumsum(x, d=0):
     """Cumulative sum along dimension d: y_i = x_0 + ... + x_i (DyNet's cumsum); the
@@ -114,16 +115,28 @@ def std_batches(x):
 
 
 def layer_norm(x, g, b):
-    """Layer normalisation (Ba et al., 2016), as DyNet composes it:
-    g * (x - mean_elems(x)) / (std_elems(x) + 1e-8) + b, each batch element of x
-    normalised over all its elements; g and b have x's shape (no batch) and broadcast
-    as in cmult. A composite of engine ops (nine nodes), batched like them."""
+    """Layer normalisation (Ba et al., 2016): g * (x - mu) / (sigma + 1e-8) + b, with mu
+    and sigma the mean and the (population) standard deviation of all the elements of
+    each batch element of x (DyNet's layer_norm, which composes mean_elems, std_elems,
+    cdiv and cmult; here one node). g and b have x's shape; a batch of 1 (a parameter)
+    is shared by every batch element. Nodes batch whatever their g and b (they are
+    stacked arguments), e.g. every time step's layer_norm of an RNN in one kernel.
+
+        h = dy.layer_norm(W * x, gain, bias)     # gain, bias: Parameters of W * x's shape
+    """
     cdef Expression ex = _as_expr(x), eg = _as_expr(g), eb = _as_expr(b)
-    _check(ex)
-    cdef Expression dev = _binary(OP_SUB, ex, mean_elems(ex))
-    cdef Expression sigma = ELEMENTWISE_FUNCTIONS["sqrt"](
-        mean_elems(ELEMENTWISE_FUNCTIONS["square"](dev)))
-    return _binary(OP_ADD, _binary(OP_CMULT, eg, _binary(OP_CDIV, dev, sigma + 1e-8)), eb)
+    cdef Node* nx = _check(ex)
+    cdef Node* ng = _check(eg)
+    cdef Node* nb = _check(eb)
+    if not (_same_dims(nx, ng) and _same_dims(nx, nb)):
+        raise DimensionError(f"layer_norm: g {_dimstr(ng)} and b {_dimstr(nb)} must have the "
+                             f"shape of x {_dimstr(nx)}")
+    cdef int bs = _merge_bs("layer_norm", _bs2("layer_norm", nx, ng), nb.bs)
+    cdef int32_t argv[3]
+    argv[0] = ex.idx
+    argv[1] = eg.idx
+    argv[2] = eb.idx
+    return _wrap(_here().add_node(OP_LAYER_NORM, 3, argv, _like(nx, bs)))
 
 
 def weight_norm(w, g):

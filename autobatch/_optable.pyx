@@ -23,6 +23,7 @@ from autobatch._kernels_linalg cimport *
 from autobatch._kernels_contract cimport *
 from autobatch._kernels_seq cimport *
 from autobatch._kernels_along cimport *
+from autobatch._kernels_norm cimport *
 
 # the fixed ops (ids of the OpId enum), then the API's unary ops of _elementwise.h
 cdef int N_OPS = N_FIXED_OPS + AB_UNARY_API_COUNT
@@ -162,6 +163,7 @@ defop(OP_CUMSUM, b"cumsum", 1, cumsum_fwd, cumsum_bwd, b"dim: int")
 defop(OP_LOGSUMEXP_DIM, b"logsumexp_dim", 1, logsumexp_dim_fwd, logsumexp_dim_bwd, b"dim: int")
 defop(OP_RESTRICTED_LOG_SOFTMAX, b"restricted_log_softmax", 1, restricted_log_softmax_fwd,
       restricted_log_softmax_bwd)
+defop(OP_LAYER_NORM, b"layer_norm", 3, layer_norm_fwd, layer_norm_bwd)   # x, g, b stacked
 
 # the API's unary ops: one line of _elementwise.h each (their attribute, if any, is
 # the constant A, a float)

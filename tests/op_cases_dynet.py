@@ -147,11 +147,11 @@ for _sname, (_shape, _bs) in {"vec": ((5,), 1), "batched_mat": ((3, 2), 2), "4d"
 # ------------------------------------------------------- normalisations ----
 
 
-def _layer_norm_variant(name, shape, bs):
+def _layer_norm_variant(name, shape, bs, gbs=1, bbs=1, xkw=None):
     def fn(c):
-        x = c.arg(shape, bs=bs)
-        g = c.arg(shape, lo=0.5, hi=1.5)
-        b = c.arg(shape)
+        x = c.arg(shape, bs=bs, **(xkw or {}))
+        g = c.arg(shape, bs=gbs, lo=0.5, hi=1.5)
+        b = c.arg(shape, bs=bbs)
 
         def ref():
             v = x.value()
@@ -159,12 +159,17 @@ def _layer_norm_variant(name, shape, bs):
             sd = np.sqrt(((v - mu) ** 2).mean(axis=ALL_DIMS, keepdims=True))
             return from_full(g.value() * (v - mu) / (sd + 1e-8) + b.value(), len(shape))
         return (lambda: dy.layer_norm(x.expr(), g.expr(), b.expr())), ref
-    variant("add", f"layer_norm_{name}")(fn)
+    variant("layer_norm", name)(fn)
 
 
 _layer_norm_variant("vec", (5,), 1)
-_layer_norm_variant("batched", (4,), 3)
+_layer_norm_variant("batched_x", (4,), 3)
 _layer_norm_variant("mat", (2, 3), 1)
+_layer_norm_variant("4d_batched", (2, 1, 2, 2), 2)
+_layer_norm_variant("batched_gain_and_bias", (3,), 2, gbs=2, bbs=2)
+_layer_norm_variant("unbatched_x_batched_gain", (4,), 1, gbs=3)
+_layer_norm_variant("one_element", (1,), 2)
+_layer_norm_variant("large_offset", (6,), 1, xkw={"lo": 99.0, "hi": 101.0})
 
 
 def _weight_norm_variant(name, shape, bs):
