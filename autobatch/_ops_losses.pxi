@@ -72,6 +72,8 @@ def hinge_dim(x, v, d=0, m=1.0):
     per batch element. A composite: the columns are spread over the batch (reshape)
     and go through one hinge node."""
     cdef float margin = _finite("hinge_dim", "m", m)
+    if margin < 0:
+        raise ValueError(f"hinge_dim: the margin m must be >= 0 (as DyNet's), got {m}")
     cdef Expression e = _as_expr(x)
     cdef Node* n = _check(e)
     k = _as_index(d, "hinge_dim")
