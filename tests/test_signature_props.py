@@ -44,7 +44,10 @@ def bits(x):
 
 OPS = ["tanh", "elu", "add_constant", "mul_constant", "scale_gradient", "dropout", "softmax",
        "sum_dim", "mean_dim", "max_dim", "min_dim", "transpose", "pick", "pick_range", "concatenate",
-       "cmult"]
+       "cmult", "dropout_dim", "cumsum", "logsumexp_dim", "round", "floor"]
+MODES = ("zero_gradient", "straight_through_gradient")
+# dropout_dim, dropout_batch, block_dropout: one op; the dimensions sharing a mask
+SHARED = {"dim": lambda d: 1 << d, "batch": lambda d: 0b1111, "block": lambda d: 0b11111}
 
 
 def draw_attrs(draw, name, nd):
@@ -54,8 +57,13 @@ def draw_attrs(draw, name, nd):
         return (draw(f32),)
     if name == "dropout":
         return (draw(st.floats(0, 0.875, width=32)),)
-    if name in ("softmax", "max_dim", "min_dim", "concatenate", "pick", "pick_range"):
+    if name in ("softmax", "max_dim", "min_dim", "concatenate", "pick", "pick_range", "cumsum",
+                "logsumexp_dim"):
         return (draw(dims),)
+    if name == "dropout_dim":
+        return draw(st.sampled_from(sorted(SHARED))), draw(dims), draw(st.floats(0, 0.875, width=32))
+    if name in ("round", "floor"):
+        return (draw(st.sampled_from(MODES)),)
     if name in ("sum_dim", "mean_dim"):
         ds = tuple(draw(st.sets(dims, max_size=nd)))
         b = draw(st.booleans()) or not ds
@@ -156,6 +164,17 @@ def apply(b, x, dims, bs, name, attrs, keys):
         out = (removed(dims, ds), 1 if red_b else bs)
         key_attrs = (frozenset(ds), red_b, bits(scale))
         e = getattr(dy, name)(x, list(ds), red_b, n)
+    elif name == "dropout_dim":
+        kind, d, p = attrs
+        out, key_attrs = (dims, bs), (bits(p), SHARED[kind](d))
+        e = {"dim": lambda: dy.dropout_dim(x, d, p), "batch": lambda: dy.dropout_batch(x, p),
+             "block": lambda: dy.block_dropout(x, p)}[kind]()
+    elif name == "cumsum":
+        out, key_attrs, e = (dims, bs), attrs, dy.cumsum(x, attrs[0])
+    elif name == "logsumexp_dim":
+        out, key_attrs, e = (removed(dims, attrs), bs), attrs, dy.logsumexp_dim(x, attrs[0])
+    elif name in ("round", "floor"):
+        out, key_attrs, e = (dims, bs), attrs, getattr(dy, name)(x, attrs[0])
     elif name == "transpose":
         out = (tuple(dims[p] for p in attrs[0]), bs)
         key_attrs, e = attrs, dy.transpose(x, list(attrs[0]))
@@ -217,6 +236,10 @@ ATTR_VALUES = {   # every value of each attribute (floats: a few, -0.0 included)
        for name in ("elu", "add_constant", "mul_constant", "scale_gradient")},
     "dropout": [(v,) for v in (0.0, -0.0, 0.25, 0.5, np.nextafter(np.float32(0.5), np.float32(1)))],
     "tanh": [()],
+    "cumsum": [(d,) for d in range(3)], "logsumexp_dim": [(d,) for d in range(3)],
+    "round": [(m,) for m in MODES], "floor": [(m,) for m in MODES],
+    "dropout_dim": [(kind, d, p) for kind in ("dim", "batch", "block") for d in range(3)
+                    for p in (0.0, 0.25, 0.5, np.nextafter(np.float32(0.5), np.float32(1)))],
 }
 
 
