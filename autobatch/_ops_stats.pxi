@@ -43,6 +43,20 @@ cdef Expression _power(Expression x, object r):
     return pow(x, float(r))
 
 
+cdef list _reduced_dims(str name, Expression x, object d, object b):
+    """The list d of dimensions a composite reduces, checked with its own name (the
+    mean_dim inside it would name itself)."""
+    cdef Node* node = _check(x)
+    if isinstance(d, (int, np.integer)):
+        d = [d]
+    d = [_dim_index(name, node, v) for v in d]
+    if len(set(d)) != len(d):
+        raise DimensionError(f"{name}: a dimension is listed twice in d={d}")
+    if not d and not b:
+        raise DimensionError(f"{name}: nothing to reduce: give dimensions in d or b=True")
+    return d
+
+
 def moment_elems(x, r):
     """The r-th moment (1/n) sum_i x_i^r of all elements of each batch element, shape
     (1,) (DyNet's moment_elems). A composite: mean_elems of x^r."""
@@ -56,7 +70,7 @@ def moment_dim(x, d, r, b=False, n=0):
     b (DyNet's moment_dim); those dimensions are removed. n > 0 replaces the divisor
     (masking). A composite: mean_dim of x^r."""
     cdef Expression e = _as_expr(x)
-    _check(e)
+    d = _reduced_dims("moment_dim", e, d, b)
     return mean_dim(_power(e, _order(r, "moment_dim")), d, b, n)
 
 
@@ -78,12 +92,9 @@ cdef Expression _std(Expression x, object d, bint b, object n, str name):
     """sqrt(mean((x - mean)^2)) over the dimensions d (and the batch if b), the means
     dividing by n if n > 0: a composite of mean_dim, reshape, subtract, square, sqrt, so
     its gradient is the exact one."""
-    cdef Node* node = _check(x)
-    if isinstance(d, (int, np.integer)):
-        d = [d]
-    d = list(d)
+    d = _reduced_dims(name, x, d, b)
     cdef Expression mu = mean_dim(x, d, b, n)
-    node = &_here().nodes[x.idx]
+    cdef Node* node = &_here().nodes[x.idx]
     if d:       # the mean's shape with the reduced dimensions put back as 1s
         kept = tuple(1 if a in d else node.d[a] for a in range(node.nd))
         mu = reshape(mu, kept)
