@@ -64,19 +64,22 @@ def cdiv(x, y): return _binary(OP_CDIV, _as_expr(x), _as_expr(y))
 
 def bmax(x, y):
     """Elementwise max(x_i, y_i) (DyNet's bmax); the gradient goes to x where x > y,
-    else to y (ties: y). x and y broadcast as in cmult (DyNet needs equal shapes)."""
+    else to y (ties: y). x and y broadcast as in cmult, batch included (DyNet needs
+    equal shapes); the output has the broadcast shape. Nodes of equal shapes batch into
+    one elementwise loop."""
     return _binary(OP_BMAX, _as_expr(x), _as_expr(y))
 
 
 def bmin(x, y):
     """Elementwise min(x_i, y_i) (DyNet's bmin); the gradient goes to x where x < y,
-    else to y (ties: y). x and y broadcast as in cmult."""
+    else to y (ties: y). Shapes and batching as bmax."""
     return _binary(OP_BMIN, _as_expr(x), _as_expr(y))
 
 
 def emax(xs):
     """Elementwise max over the list xs (DyNet's emax): a chain of bmax, so on ties the
-    gradient goes to the earliest expression, as in DyNet. Shapes as bmax."""
+    gradient goes to the earliest expression, as in DyNet. Shapes as bmax; its bmax
+    nodes batch with any others."""
     xs = list(xs)
     if not xs:
         raise ValueError("emax: needs at least one expression")
@@ -89,7 +92,8 @@ def emax(xs):
 
 def flip_gradient(x):
     """The identity forward; backward passes the negated gradient (DyNet's
-    flip_gradient, for adversarial training). It is scale_gradient(x, -1)."""
+    flip_gradient, for adversarial training). It is scale_gradient(x, -1): any shape
+    and batch, batched as that elementwise op."""
     return ELEMENTWISE_FUNCTIONS["scale_gradient"](x, -1.0)
 
 
@@ -108,17 +112,21 @@ cdef Expression _rounding(int op, object x, object gradient_mode):
 def round(x, gradient_mode):
     """Elementwise rounding to the nearest integer, halves away from zero (DyNet's
     round). gradient_mode: "zero_gradient" (none flows back) or
-    "straight_through_gradient" (the gradient passes unchanged)."""
+    "straight_through_gradient" (the gradient passes unchanged). Any shape and batch,
+    kept; nodes of one shape and mode batch into one elementwise loop.
+
+        y = dy.round(x, "straight_through_gradient")   # quantise, train through it
+    """
     return _rounding(OP_ROUND, x, gradient_mode)
 
 
 def ceil(x, gradient_mode):
-    """Elementwise ceiling (DyNet's ceil); gradient_mode as in round."""
+    """Elementwise ceiling (DyNet's ceil); gradient_mode, shapes and batching as round."""
     return _rounding(OP_CEIL, x, gradient_mode)
 
 
 def floor(x, gradient_mode):
-    """Elementwise floor (DyNet's floor); gradient_mode as in round."""
+    """Elementwise floor (DyNet's floor); gradient_mode, shapes and batching as round."""
     return _rounding(OP_FLOOR, x, gradient_mode)
 
 

@@ -17,7 +17,13 @@ cdef Expression _dropout_shared(Expression x, float p, int shared, bint allow_on
 def dropout_dim(x, d, float p):
     """Dropout whose mask is the same along dimension d (DyNet's dropout_dim): whole
     slices along d are dropped with probability p, the rest scaled by 1/(1-p). For a
-    matrix, d=0 drops columns and d=1 rows."""
+    matrix, d=0 drops columns and d=1 rows. The shape and batch are kept (each batch
+    element draws its own mask). The numbers come from the node's counter-based stream,
+    so nodes of one shape, d and p batch together and every strategy gives the same
+    ones.
+
+        h = dy.dropout_dim(H, 1, 0.3)    # H (hidden, time): drop whole hidden units
+    """
     cdef Expression e = _as_expr(x)
     cdef Node* n = _check(e)
     return _dropout_shared(e, p, 1 << _dim_index("dropout_dim", n, d), False, "dropout_dim")
