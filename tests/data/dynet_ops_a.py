@@ -73,6 +73,23 @@ CASES = [
     ("dropout_batch_p0", lambda dy, x: dy.dropout_batch(x[0], 0.0), [(M, True)]),
     ("block_dropout_p0", lambda dy, x: dy.block_dropout(x[0], 0.0), vec(M)),
     ("block_dropout_p1", lambda dy, x: dy.block_dropout(x[0], 1.0), vec(M)),
+    # more shapes (3-d, batched, two reduced dimensions) where DyNet supports them
+    ("bmax_3d_batched", lambda dy, x: dy.bmax(x[0], x[1]),
+     [(R.randn(2, 3, 2, 2), True), (R.randn(2, 3, 2, 2), True)]),
+    ("cumsum_d1_3d_batched", lambda dy, x: dy.cumsum(x[0], 1), [(R.randn(2, 3, 2, 3), True)]),
+    ("logsumexp_dim_vec", lambda dy, x: dy.logsumexp_dim(x[0]), vec(V * 10)),
+    ("moment_dim_d02_3d", lambda dy, x: dy.moment_dim(x[0], [0, 2], 3, False), vec(R.randn(2, 3, 2))),
+    ("std_dim_d01_3d", lambda dy, x: dy.std_dim(x[0], [0, 1], False), vec(R.randn(2, 3, 2))),
+    ("std_dim_d1_3d_batched", lambda dy, x: dy.std_dim(x[0], [1], False), [(R.randn(2, 3, 2, 2), True)]),
+    ("mean_batches_vec", lambda dy, x: dy.mean_batches(x[0]), [(R.randn(4, 3), True)]),
+    ("layer_norm_col", lambda dy, x: dy.layer_norm(x[0], x[1], x[2]),
+     vec(R.randn(3, 1)) + vec(R.rand(3, 1) + 0.5) + vec(R.randn(3, 1))),
+    ("weight_norm_vec", lambda dy, x: dy.weight_norm(x[0], x[1]), vec(V) + vec([0.4])),
+    ("l1_distance_mat", lambda dy, x: dy.l1_distance(x[0], x[1]), vec(M) + vec(M.T.reshape(2, 3))),
+    ("huber_distance_3d", lambda dy, x: dy.huber_distance(x[0], x[1], 0.5),
+     vec(R.randn(2, 2, 2)) + vec(R.randn(2, 2, 2))),
+    ("dropout_dim_p0_3d", lambda dy, x: dy.dropout_dim(x[0], 2, 0.0), vec(R.randn(2, 3, 2))),
+    ("lgamma_mat_batched", lambda dy, x: dy.lgamma(x[0]), [(R.rand(2, 3, 2) * 5 + 0.1, True)]),
 ]
 
 
