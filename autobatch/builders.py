@@ -6,8 +6,8 @@ usual; the engine batches the steps of all instances. The LSTM builders record o
 fused node per gate activation, cell update and hidden output (see `lstm_gates`).
 """
 from autobatch._core import (
-    affine_transform, cdiv, cmult, concatenate, logistic, lstm_cell, lstm_gates, lstm_hidden,
-    mean_elems, sqrt, square, tanh, zeros,
+    affine_transform, cmult, concatenate, layer_norm, logistic, lstm_cell, lstm_gates, lstm_hidden,
+    tanh, zeros,
 )
 from autobatch.rnn_base import (  # noqa: F401 (RNNState, StackedRNNState re-exported)
     RNNState, StackedRNNState, _RNNBuilder, _checked_spec,
@@ -149,20 +149,15 @@ class VanillaLSTMBuilder(_RNNBuilder):
 
     def _ln_cell(self, p, x, h, c):
         Wx, Wh, b, gh, bh, gx, bx, gc, bc = p
-        pre = b + _layer_norm(Wx * x, gx, bx)
+        # DyNet's layer_norm, one engine node each (every step's batch together)
+        pre = b + layer_norm(Wx * x, gx, bx)
         if h is not None:
-            pre = pre + _layer_norm(Wh * h, gh, bh)
+            pre = pre + layer_norm(Wh * h, gh, bh)
         gates = lstm_gates(pre, self.hidden_dim, self.forget_bias)
         if c is None:
             c = zeros(self.hidden_dim, batch_size=x.dim()[1])
         c = lstm_cell(gates, [c])
-        return lstm_hidden(_layer_norm(c, gc, bc), gates), c
-
-
-def _layer_norm(x, g, b):
-    """DyNet's layer_norm over the elements of x (per batch element), as a composite."""
-    xc = x - mean_elems(x)
-    return cmult(g, cdiv(xc, sqrt(mean_elems(square(xc))) + 1e-8)) + b
+        return lstm_hidden(layer_norm(c, gc, bc), gates), c
 
 
 LSTMBuilder = VanillaLSTMBuilder
