@@ -166,21 +166,25 @@ cdef void dropout_fwd(Batch* b) noexcept nogil:
 
 cdef void dropout_dim_fwd(Batch* b) noexcept nogil:
     # dropout_dim, dropout_batch, block_dropout: dropout whose mask is drawn once along
-    # the dimensions in `shared` (bit MAX_DIMS: the batch) and repeated over them. The
-    # draw of an element is numbered by its position with the shared coordinates set to
-    # 0, so every element of a slice reads the same number. The full mask goes to aux,
-    # for dropout_bwd.
+    # the dimensions in `shared` (bit MAX_DIMS: the batch) and repeated over them. One
+    # number is drawn per element of the compact mask (the other dimensions), which a
+    # strided walk with stride 0 along the shared ones spreads to the full mask in aux
+    # (for dropout_bwd).
     cdef Node* n0 = NODE(b, 0)
     cdef float p = n0.attr.drop.p
     cdef float keep = 1.0 / (1.0 - p) if p < 1.0 else 0.0
-    cdef int shared = n0.attr.drop.shared
     cdef int size[5]
-    cdef int st[5]
-    cdef int c[5]
-    cdef int a, j, i, k, m = n0.size
+    cdef int full_st[5]
+    cdef int compact_st[5]
+    cdef int a, j, i, t = 1, m = n0.size
     for a in range(MAX_DIMS + 1):
         size[a] = dim_or_batch(n0, a)
-    contiguous_strides(n0, st)
+        compact_st[a] = 0 if n0.attr.drop.shared & (1 << a) else t
+        t *= 1 if n0.attr.drop.shared & (1 << a) else size[a]
+    contiguous_strides(n0, full_st)
+    cdef float* compact = arena_alloc(b.scratch, t)
+    if compact == NULL:
+        return
     cdef float* mask
     cdef uint64_t stream
     for j in range(b.n):
@@ -189,19 +193,11 @@ cdef void dropout_dim_fwd(Batch* b) noexcept nogil:
             return
         NODE(b, j).aux = mask
         stream = node_stream(b.rng, b.ids[j])
-        memset(c, 0, sizeof(c))
+        for i in range(t):
+            compact[i] = keep if stream_uniform(stream, i) >= p else 0.0
+        strided_walk(mask, full_st, compact, compact_st, size, 1.0, False)
         for i in range(m):
-            k = 0
-            for a in range(MAX_DIMS + 1):
-                if not shared & (1 << a):
-                    k += c[a] * st[a]
-            mask[i] = keep if stream_uniform(stream, k) >= p else 0.0
             NODE(b, j).val[i] = ARG(b, j, 0).val[i] * mask[i]
-            for a in range(MAX_DIMS + 1):    # the next position, column-major
-                c[a] += 1
-                if c[a] < size[a]:
-                    break
-                c[a] = 0
 
 cdef void dropout_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
