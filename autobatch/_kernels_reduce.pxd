@@ -11,3 +11,5 @@ cdef void sum_dim_fwd(Batch* b) noexcept nogil
 cdef void sum_dim_bwd(Batch* b) noexcept nogil
 cdef void sum_batches_fwd(Batch* b) noexcept nogil
 cdef void sum_batches_bwd(Batch* b) noexcept nogil
+cdef void std_dim_fwd(Batch* b) noexcept nogil
+cdef void std_dim_bwd(Batch* b) noexcept nogil

@@ -244,3 +244,82 @@ cdef void sum_batches_bwd(Batch* b) noexcept nogil:
         for k in range(x.bs):
             for i in range(m):
                 x.grad[k * m + i] += NODE(b, j).grad[i]
+
+# std_dim (std_elems, std_batches): y = sqrt(scale * sum (x - mu)^2) over the dimensions
+# in mask, mu = scale * sum x; scale is 1/n. mu stays in aux for backward. The
+# deviations x - mu are made in a scratch block with strided walks: mu is spread over
+# x's box (stride 0 along the reduced dimensions), then the squares summed back.
+
+cdef inline float* deviations(Batch* b, int j, float* mu, int* size, int* os, int* xst,
+                              float* dev) noexcept nogil:
+    """dev = x - mu (broadcast) for node j of the batch."""
+    cdef int i
+    cdef float* x = ARG(b, j, 0).val
+    strided_walk(dev, xst, mu, os, size, -1.0, False)
+    for i in range(ARG(b, j, 0).size):
+        dev[i] += x[i]
+    return dev
+
+cdef void std_dim_fwd(Batch* b) noexcept nogil:
+    cdef Node* n0 = NODE(b, 0)
+    cdef float scale = n0.attr.reduce.scale
+    cdef int size[5]
+    cdef int os[5]
+    cdef int xst[5]
+    cdef int j, i, m = ARG(b, 0, 0).size
+    sum_dim_plan(b, size, os, xst)
+    cdef float* dev = arena_alloc(b.scratch, m)
+    if dev == NULL:
+        return
+    cdef float* mu
+    cdef float* y
+    for j in range(b.n):
+        mu = arena_alloc(b.arena, n0.size)
+        if mu == NULL:
+            return
+        NODE(b, j).aux = mu
+        memset(mu, 0, n0.size * sizeof(float))
+        strided_walk(mu, os, ARG(b, j, 0).val, xst, size, scale, True)
+        deviations(b, j, mu, size, os, xst, dev)
+        for i in range(m):
+            dev[i] = dev[i] * dev[i]
+        y = NODE(b, j).val
+        memset(y, 0, n0.size * sizeof(float))
+        strided_walk(y, os, dev, xst, size, scale, True)
+        for i in range(n0.size):
+            y[i] = sqrt(y[i])
+
+cdef void std_dim_bwd(Batch* b) noexcept nogil:
+    # dy/dx_i = scale ((x_i - mu) - scale D) / y with D = sum (x - mu) over the reduced
+    # elements (0 when n is their number; mu's share of the gradient otherwise). Where
+    # y is 0 every deviation is 0 and the gradient is taken as 0 (the limit is not defined).
+    if not batch_arg_needs_grad(b, 0):
+        return
+    cdef Node* n0 = NODE(b, 0)
+    cdef float scale = n0.attr.reduce.scale
+    cdef int size[5]
+    cdef int os[5]
+    cdef int xst[5]
+    cdef int j, i, o, m = ARG(b, 0, 0).size
+    sum_dim_plan(b, size, os, xst)
+    cdef float* dev = arena_alloc(b.scratch, 2 * <size_t>m + 2 * <size_t>n0.size)
+    if dev == NULL:
+        return
+    cdef float* spread = dev + m          # an output-sized value spread over x's box
+    cdef float* shift = spread + m        # -scale D per output element
+    cdef float* factor = shift + n0.size  # scale dy / y per output element
+    cdef float* dx
+    for j in range(b.n):
+        deviations(b, j, NODE(b, j).aux, size, os, xst, dev)
+        memset(shift, 0, n0.size * sizeof(float))
+        strided_walk(shift, os, dev, xst, size, -scale, True)
+        for o in range(n0.size):
+            factor[o] = scale * NODE(b, j).grad[o] / NODE(b, j).val[o] \
+                if NODE(b, j).val[o] > 0 else 0.0
+        strided_walk(spread, xst, shift, os, size, 1.0, False)
+        for i in range(m):
+            dev[i] += spread[i]
+        strided_walk(spread, xst, factor, os, size, 1.0, False)
+        dx = ARG(b, j, 0).grad
+        for i in range(m):
+            dx[i] += dev[i] * spread[i]

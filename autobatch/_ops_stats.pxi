@@ -2,7 +2,7 @@
 # standard deviations, mean_batches, cumsum, logsumexp_dim, layer_norm, weight_norm.
 # Included by _core.pyx; uses _expression.pxi, _shapes.pxi and _ops_math.pxi. The
 # moments are composites of the engine's elementwise powers and mean_dim/mean_elems;
-# layer_norm is one node.
+# the standard deviations and layer_norm are one node each.
 
 def cumsum(x, d=0):
     """Cumulative sum along dimension d: y_i = x_0 + ... + x_i (DyNet's cumsum); the
@@ -89,39 +89,50 @@ def mean_batches(x):
 
 
 cdef Expression _std(Expression x, object d, bint b, object n, str name):
-    """sqrt(mean((x - mean)^2)) over the dimensions d (and the batch if b), the means
-    dividing by n if n > 0: a composite of mean_dim, reshape, subtract, square, sqrt, so
-    its gradient is the exact one."""
+    """One std_dim node: sqrt(mean((x - mean)^2)) over the dimensions d (and the batch
+    if b), both means dividing by n if n > 0, else by the number of elements."""
     d = _reduced_dims(name, x, d, b)
-    cdef Expression mu = mean_dim(x, d, b, n)
-    cdef Node* node = &_here().nodes[x.idx]
-    if d:       # the mean's shape with the reduced dimensions put back as 1s
-        kept = tuple(1 if a in d else node.d[a] for a in range(node.nd))
-        mu = reshape(mu, kept)
-    cdef Expression dev = _binary(OP_SUB, x, mu)
-    return ELEMENTWISE_FUNCTIONS["sqrt"](mean_dim(ELEMENTWISE_FUNCTIONS["square"](dev), d, b, n))
+    n = _as_index(n, name)
+    if n < 0:
+        raise ValueError(f"{name}: n must be >= 0, got {n}")
+    cdef Node* node = _check(x)
+    cdef int mask = 1 << MAX_DIMS if b else 0, a
+    cdef int64_t count = node.bs if b else 1
+    for a in d:
+        mask |= 1 << a
+        count *= node.d[a]
+    cdef Attrs at
+    memset(&at, 0, sizeof(Attrs))
+    at.reduce.mask = mask
+    at.reduce.scale = 1.0 / (n if n > 0 else count)
+    return _wrap(_here().add_node(OP_STD_DIM, 1, &x.idx, _without_dims(name, node, mask, 1 if b else node.bs),
+                                  0, &at))
 
 
 def std_dim(x, d, b=False, n=0):
     """Standard deviation sqrt((1/n) sum (x - mu)^2) over the dimensions in the list d,
-    and the batch if b (DyNet's std_dim): the population one, the dimensions removed.
-    n > 0 replaces the divisor of both means (as documented by DyNet; dynet38's Python
-    binding ignores it). A composite of mean_dim, square and sqrt."""
+    and the batch if b (DyNet's std_dim): the population one; those dimensions are
+    removed (the batch becomes 1 if b). n > 0 replaces the divisor of both means (as
+    documented by DyNet; dynet38's Python binding ignores it). One node; nodes of one
+    shape, d, b and n batch together. Where the deviation is 0 its gradient is taken
+    as 0 (DyNet's is NaN).
+
+        sd = dy.std_dim(X, [1])      # X (features, time): each feature's std over time
+    """
     return _std(_as_expr(x), d, b, n, "std_dim")
 
 
 def std_elems(x):
-    """Standard deviation of all elements of each batch element, shape (1,) (DyNet's
-    std_elems). A composite: sqrt(mean_elems((x - mean_elems(x))^2))."""
+    """Standard deviation of all elements of each batch element, shape (1,) per batch
+    element (DyNet's std_elems); std_dim over every dimension."""
     cdef Expression e = _as_expr(x)
-    _check(e)
-    cdef Expression dev = _binary(OP_SUB, e, mean_elems(e))
-    return ELEMENTWISE_FUNCTIONS["sqrt"](mean_elems(ELEMENTWISE_FUNCTIONS["square"](dev)))
+    cdef Node* n = _check(e)
+    return _std(e, list(range(n.nd)), False, 0, "std_elems")
 
 
 def std_batches(x):
     """Standard deviation over the batch, batch size 1, the shape kept (DyNet's
-    std_batches). A composite as std_dim(x, [], b=True)."""
+    std_batches); std_dim(x, [], b=True)."""
     return _std(_as_expr(x), [], True, 0, "std_batches")
 
 

@@ -164,6 +164,7 @@ defop(OP_LOGSUMEXP_DIM, b"logsumexp_dim", 1, logsumexp_dim_fwd, logsumexp_dim_bw
 defop(OP_RESTRICTED_LOG_SOFTMAX, b"restricted_log_softmax", 1, restricted_log_softmax_fwd,
       restricted_log_softmax_bwd)
 defop(OP_LAYER_NORM, b"layer_norm", 3, layer_norm_fwd, layer_norm_bwd)   # x, g, b stacked
+defop(OP_STD_DIM, b"std_dim", 1, std_dim_fwd, std_dim_bwd, b"mask: int, scale: float")
 
 # the API's unary ops: one line of _elementwise.h each (their attribute, if any, is
 # the constant A, a float)

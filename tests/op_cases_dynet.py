@@ -86,6 +86,7 @@ variant("logsumexp_dim", "large_values")(_unary_case(
     (2, 3), 1, {"lo": 50, "hi": 60}, nd=1))
 
 # ------------------------------------------------------ moments, std ----
+# (the moments are composites ending in mean_elems / mean_dim; std_* are std_dim nodes)
 
 
 def _power(x, r):
@@ -128,7 +129,7 @@ def _std_ref(v, axes, n=0):
 
 
 def _std_dim_variant(name, shape, bs, d, b=False, n=0):
-    variant("sqrt", f"std_dim_{name}")(_unary_case(
+    variant("std_dim", name)(_unary_case(
         lambda x: dy.std_dim(x, d, b, n), lambda v: _removed_last(_std_ref(v, _axes(d, b), n), d),
         shape, bs, {}, nd=max(1, len(shape) - len(d))))
 
@@ -138,10 +139,13 @@ _std_dim_variant("d0_batched", (3, 2), 2, [0])
 _std_dim_variant("d01_b", (2, 3, 2), 2, [0, 1], b=True)
 _std_dim_variant("d2_4d", (2, 1, 3, 2), 1, [2])
 _std_dim_variant("n", (4, 2), 1, [0], n=3)
+_std_dim_variant("n_b", (2, 3), 2, [1], b=True, n=9)
+_std_dim_variant("d3_4d_batched_many", (2, 2, 1, 7), 3, [3])
+_std_dim_variant("all_4d_b", (2, 1, 2, 2), 2, [0, 1, 2, 3], b=True)
 for _sname, (_shape, _bs) in {"vec": ((5,), 1), "batched_mat": ((3, 2), 2), "4d": ((2, 1, 2, 2), 1)}.items():
-    variant("sqrt", f"std_elems_{_sname}")(_unary_case(
+    variant("std_dim", f"std_elems_{_sname}")(_unary_case(
         dy.std_elems, lambda v: _std_ref(v, ALL_DIMS), _shape, _bs, {}, nd=1))
-    variant("sqrt", f"std_batches_{_sname}")(_unary_case(
+    variant("std_dim", f"std_batches_{_sname}")(_unary_case(
         dy.std_batches, lambda v: _std_ref(v, (MAX_DIMS,)), _shape, max(_bs, 3), {}))
 
 # ------------------------------------------------------- normalisations ----

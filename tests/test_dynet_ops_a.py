@@ -94,6 +94,23 @@ def test_lgamma_pole_is_not_silently_finite():
     assert np.all(np.isinf(y.npvalue()))
 
 
+def test_std_of_constant_values_has_zero_gradient():
+    """std is not differentiable where every deviation is 0: the gradient is taken as 0
+    (DyNet's is NaN), so one constant slice does not spoil a whole model."""
+    pc = dy.ParameterCollection(seed=0)
+    x = pc.add_parameters((2, 3), init=dy.NumpyInitializer(np.array([[1.0, 1.0, 1.0], [0.0, 1.0, 2.0]])))
+    dy.renew_cg()
+    s = dy.std_dim(x, [1])
+    np.testing.assert_allclose(s.npvalue(), [0.0, np.sqrt(2.0 / 3.0)], rtol=1e-6)
+    dy.sum_elems(s).backward()
+    g = x.grad_as_array()
+    assert np.all(np.isfinite(g)) and np.all(g[0] == 0)
+    np.testing.assert_allclose(g[1], np.array([-1.0, 0.0, 1.0]) / 3 / np.sqrt(2.0 / 3.0), rtol=1e-5)
+    dy.renew_cg()
+    dy.sum_elems(dy.std_batches(x)).backward()       # one batch element: std 0
+    assert np.all(np.isfinite(x.grad_as_array()))
+
+
 # ----------------------------------------------------------------- dropout ----
 
 def _dropped(f, shape, bs=1, seed=0):

@@ -44,7 +44,7 @@ def bits(x):
 
 OPS = ["tanh", "elu", "add_constant", "mul_constant", "scale_gradient", "dropout", "softmax",
        "sum_dim", "mean_dim", "max_dim", "min_dim", "transpose", "pick", "pick_range", "concatenate",
-       "cmult", "dropout_dim", "cumsum", "logsumexp_dim", "round", "floor"]
+       "cmult", "dropout_dim", "cumsum", "logsumexp_dim", "round", "floor", "std_dim"]
 MODES = ("zero_gradient", "straight_through_gradient")
 # dropout_dim, dropout_batch, block_dropout: one op; the dimensions sharing a mask
 SHARED = {"dim": lambda d: 1 << d, "batch": lambda d: 0b1111, "block": lambda d: 0b11111}
@@ -64,10 +64,10 @@ def draw_attrs(draw, name, nd):
         return draw(st.sampled_from(sorted(SHARED))), draw(dims), draw(st.floats(0, 0.875, width=32))
     if name in ("round", "floor"):
         return (draw(st.sampled_from(MODES)),)
-    if name in ("sum_dim", "mean_dim"):
+    if name in ("sum_dim", "mean_dim", "std_dim"):
         ds = tuple(draw(st.sets(dims, max_size=nd)))
         b = draw(st.booleans()) or not ds
-        return ds, b, draw(st.sampled_from([0, 1, 3, 7])) if name == "mean_dim" else 0
+        return ds, b, draw(st.sampled_from([0, 1, 3, 7])) if name != "sum_dim" else 0
     if name == "transpose":
         return (tuple(draw(st.permutations(range(nd)))),)
     if name == "cmult":          # the other argument repeats along the drawn dimensions
@@ -157,7 +157,7 @@ def apply(b, x, dims, bs, name, attrs, keys):
     elif name in ("max_dim", "min_dim"):
         out, key_attrs = (removed(dims, attrs), bs), attrs
         e = getattr(dy, name)(x, attrs[0])
-    elif name in ("sum_dim", "mean_dim"):
+    elif name in ("sum_dim", "mean_dim", "std_dim"):
         ds, red_b, n = attrs
         count = math.prod(dims[k] for k in ds) * (bs if red_b else 1)
         scale = 1.0 if name == "sum_dim" else 1.0 / (n or count)
@@ -231,6 +231,8 @@ ATTR_VALUES = {   # every value of each attribute (floats: a few, -0.0 included)
     "sum_dim": [(ds, b, 0) for ds in [(), (0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2)]
                 for b in (False, True) if ds or b],
     "mean_dim": [(ds, b, n) for ds in [(0,), (1,), (0, 2)] for b in (False, True) for n in (0, 1, 4)],
+    "std_dim": [(ds, b, n) for ds in [(), (0,), (1,), (0, 2)] for b in (False, True) for n in (0, 1, 4)
+                if ds or b],
     "cmult": [(rep, b) for rep in [(), (0,), (1,), (0, 2), (0, 1, 2)] for b in (False, True)],
     **{name: [(v,) for v in (0.0, -0.0, 0.5, 1.0, 1.5, np.nextafter(np.float32(1.0), np.float32(2)))]
        for name in ("elu", "add_constant", "mul_constant", "scale_gradient")},
