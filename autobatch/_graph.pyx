@@ -25,7 +25,7 @@ from autobatch._scheduler cimport (sched_collect, sched_prepare, sched_push_init
                                    sched_release, sched_free)
 from autobatch._signatures cimport sig_intern, sig_reset, sig_truncate, sig_free
 from autobatch._stats cimport batch_stats, batch_list, print_batch_list, print_graphviz, lower_bound
-from autobatch._strategies cimport (S_NONE, S_CRITICAL, S_PYTHON, strategy_id,
+from autobatch._strategies cimport (S_NONE, S_AGENDA, S_DEPTH, S_LOOKAHEAD, strategy_id,
                                     pick_batch)
 from autobatch._strategies import resolve_strategy
 from autobatch.errors import StaleExpressionError
@@ -241,7 +241,8 @@ cdef class ComputationGraph:
             t_run = now() - t1
         else:
             sched_prepare(&self.sched, &v, self.sigs.n, count,
-                          self.strategy_id == S_CRITICAL or self.strategy_id == S_PYTHON)
+                          self.strategy_id != S_AGENDA and self.strategy_id != S_DEPTH,
+                          self.strategy_id == S_LOOKAHEAD)
             sched_push_initial(&self.sched, &v, count)
             t_sched = now() - t0
             while count > 0:

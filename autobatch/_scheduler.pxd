@@ -39,10 +39,19 @@ ctypedef struct Sched:
     # the batch being run
     int32_t* picked
     int64_t cap_picked
+    # feeder lists (when prepared with feeders): per signature g, the ready nodes of
+    # other signatures that have a consumer of signature g, fd[fd_at[g] : + fd_n[g]],
+    # pushed when they become ready; entries of nodes already run are stale (dropped
+    # by whoever reads the list)
+    bint feeders
+    int32_t* fd_at
+    int32_t* fd_n
+    int32_t* fd
+    int64_t cap_fd
 
 cdef int64_t sched_collect(Sched* s, const NodeView* v, int32_t target, bint all_ancestors) except -1
 cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t count,
-                       bint heights) except -1
+                       bint heights, bint feeders) except -1
 cdef void sched_push_initial(Sched* s, const NodeView* v, int64_t count) noexcept nogil
 cdef int sched_take(Sched* s, int32_t sig, int32_t max_depth) noexcept nogil
 cdef int sched_take_chosen(Sched* s, int32_t sig, const char* chosen) noexcept nogil

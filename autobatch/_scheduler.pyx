@@ -77,9 +77,9 @@ cdef int64_t sched_collect(Sched* s, const NodeView* v, int32_t target, bint all
 
 
 cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t count,
-                       bint heights) except -1:
+                       bint heights, bint feeders) except -1:
     """Depths, in-degrees, consumer lists and per-signature ready lists of the
-    `count` needed nodes; heights too when a strategy reads them."""
+    `count` needed nodes; heights and feeder lists too when a strategy reads them."""
     cdef int64_t p, q, edges = 0, g
     cdef int a
     cdef int32_t i, y, d, acc, c
@@ -131,7 +131,30 @@ cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t coun
                     d = s.height[s.cons[q]] + 1
             s.height[s.needed[p]] = d
     prepare_signatures(s, v, count, heights)
+    s.feeders = feeders
+    if feeders:
+        s.fd = <int32_t*>grow(s.fd, &s.cap_fd, edges + 1, sizeof(int32_t))
+        prepare_feeders(s, v, count)
     return 0
+
+
+cdef void prepare_feeders(Sched* s, const NodeView* v, int64_t count) noexcept nogil:
+    """Room in fd for each signature's feeder list: one slot per consumer edge into
+    a node of that signature from a node of another signature."""
+    cdef int64_t p, q
+    cdef int32_t g, acc = 0
+    for p in range(s.n_used):
+        s.fd_n[s.used[p]] = 0
+    for p in range(count):
+        g = v.nodes[s.needed[p]].sig
+        for q in range(s.cons_at[p], s.cons_at[p + 1]):
+            if v.nodes[s.cons[q]].sig != g:
+                s.fd_n[v.nodes[s.cons[q]].sig] += 1
+    for p in range(s.n_used):
+        g = s.used[p]
+        s.fd_at[g] = acc
+        acc += s.fd_n[g]
+        s.fd_n[g] = 0
 
 
 cdef void prepare_signatures(Sched* s, const NodeView* v, int64_t count, bint heights) noexcept nogil:
@@ -175,6 +198,8 @@ cdef int ensure_sigs(Sched* s, int64_t n_sigs, int64_t count) except -1:
         s.rd_n = <int32_t*>resize(s.rd_n, cap, sizeof(int32_t))
         s.avg_depth = <double*>resize(s.avg_depth, cap, sizeof(double))
         s.avg_height = <double*>resize(s.avg_height, cap, sizeof(double))
+        s.fd_at = <int32_t*>resize(s.fd_at, cap, sizeof(int32_t))
+        s.fd_n = <int32_t*>resize(s.fd_n, cap, sizeof(int32_t))
         s.active = <int32_t*>resize(s.active, cap, sizeof(int32_t))
         s.active_pos = <int32_t*>resize(s.active_pos, cap, sizeof(int32_t))
         s.sig_stamp = <int32_t*>resize(s.sig_stamp, cap, sizeof(int32_t))
@@ -196,6 +221,18 @@ cdef inline void make_ready(Sched* s, const NodeView* v, int32_t i) noexcept nog
         s.active_pos[g] = <int32_t>s.n_active
         s.active[s.n_active] = g
         s.n_active += 1
+    if s.feeders:
+        push_feeder(s, v, i, g)
+
+
+cdef void push_feeder(Sched* s, const NodeView* v, int32_t i, int32_t g) noexcept nogil:
+    """The ready node i (signature g) feeds the signatures of its consumers."""
+    cdef int32_t p = s.loc[i], q, c
+    for q in range(s.cons_at[p], s.cons_at[p + 1]):
+        c = v.nodes[s.cons[q]].sig
+        if c != g:
+            s.fd[s.fd_at[c] + s.fd_n[c]] = i
+            s.fd_n[c] += 1
 
 
 cdef inline void deactivate(Sched* s, int32_t g) noexcept nogil:
@@ -270,4 +307,5 @@ cdef void sched_free(Sched* s) noexcept nogil:
     free(s.needed); free(s.cons_at); free(s.cons)
     free(s.rd_at); free(s.rd_n); free(s.avg_depth); free(s.avg_height); free(s.rd)
     free(s.active); free(s.active_pos); free(s.picked); free(s.sig_stamp); free(s.used)
+    free(s.fd_at); free(s.fd_n); free(s.fd)
     memset(s, 0, sizeof(Sched))

@@ -10,7 +10,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-from autobatch._nodes cimport OpDef
+from autobatch._nodes cimport OpDef, F_DONE
 from autobatch._optable cimport op_table
 from autobatch._scheduler cimport sched_take, sched_take_chosen
 
@@ -21,7 +21,7 @@ cdef int32_t ALL_DEPTHS = 2147483647
 
 # ------------------------------------------------------ built-in policies ----
 
-cdef int pick_agenda(Sched* s) noexcept nogil:
+cdef int pick_agenda(Sched* s, const NodeView* v) noexcept nogil:
     """DyNet's agenda: the signature whose pending nodes (ready or not) have the
     lowest average depth; static per forward, so a signature that still has deep
     nodes to come waits for them."""
@@ -36,7 +36,7 @@ cdef int pick_agenda(Sched* s) noexcept nogil:
     return sched_take(s, best, ALL_DEPTHS)
 
 
-cdef int pick_critical(Sched* s) noexcept nogil:
+cdef int pick_critical(Sched* s, const NodeView* v) noexcept nogil:
     """Critical path first: the signature whose pending nodes have the longest way
     still to go; side branches (an output layer per position) wait and run together;
     ties go to the lower average depth."""
@@ -50,7 +50,39 @@ cdef int pick_critical(Sched* s) noexcept nogil:
     return sched_take(s, best, ALL_DEPTHS)
 
 
-cdef int pick_depth(Sched* s) noexcept nogil:
+cdef inline int32_t critical_sig(Sched* s) noexcept nogil:
+    """The signature 'critical' picks: longest average height, ties to the lower
+    average depth, then the lower id."""
+    cdef int64_t k
+    cdef int32_t g, best = -1
+    for k in range(s.n_active):
+        g = s.active[k]
+        if best < 0 or s.avg_height[g] > s.avg_height[best] or \
+                (s.avg_height[g] == s.avg_height[best] and
+                 (s.avg_depth[g] < s.avg_depth[best] or
+                  (s.avg_depth[g] == s.avg_depth[best] and g < best))):
+            best = g
+    return best
+
+
+cdef int pick_lookahead(Sched* s, const NodeView* v) noexcept nogil:
+    """'critical' with one step of lookahead: before running the chosen signature C,
+    run a ready signature whose nodes feed a node of signature C, so that C's batch
+    grows (two LSTM directions have their own weights, so their gate products are two
+    batches, but their gate nonlinearities share a signature). The choice is always a
+    ready signature, so it never stalls. The feeders of C come from the scheduler's
+    feeder lists (amortised O(1) per consumer edge), not from a scan of the frontier."""
+    cdef int32_t best = critical_sig(s), top
+    cdef int32_t* lst = s.fd + s.fd_at[best]
+    while s.fd_n[best] > 0:
+        top = lst[s.fd_n[best] - 1]
+        if not (v.nodes[top].flags & F_DONE):
+            return sched_take(s, v.nodes[top].sig, ALL_DEPTHS)
+        s.fd_n[best] -= 1                  # already run: a stale entry
+    return sched_take(s, best, ALL_DEPTHS)
+
+
+cdef int pick_depth(Sched* s, const NodeView* v) noexcept nogil:
     """TensorFlow Fold: the lowest depth first, one signature at a time."""
     cdef int64_t k, r
     cdef int32_t g, best = -1, d, best_d = 0
@@ -66,21 +98,22 @@ cdef int pick_depth(Sched* s) noexcept nogil:
     return sched_take(s, best, best_d)
 
 
-ctypedef int (*Policy)(Sched* s) noexcept nogil
+ctypedef int (*Policy)(Sched* s, const NodeView* v) noexcept nogil
 
 # indexed by strategy id; 'none' never picks (the forward runs nodes in id order)
-cdef Policy POLICIES[4]
+cdef Policy POLICIES[5]
 POLICIES[S_NONE] = NULL
 POLICIES[S_DEPTH] = pick_depth
 POLICIES[S_AGENDA] = pick_agenda
 POLICIES[S_CRITICAL] = pick_critical
+POLICIES[S_LOOKAHEAD] = pick_lookahead
 
 
 cdef int pick_batch(int sid, object strategy, Sched* s, const NodeView* v,
                     const SigTable* sigs) except -1:
     """Move the next batch to s.picked; returns its size."""
     if sid != S_PYTHON:
-        return POLICIES[sid](s)
+        return POLICIES[sid](s, v)
     return pick_python(strategy, s, v, sigs)
 
 
@@ -269,6 +302,10 @@ CRITICAL = register_strategy(BuiltinStrategy(
     S_CRITICAL, "critical",
     "all ready nodes of the signature whose pending nodes have the longest path still to "
     "go (critical path first); branches off the critical path wait and batch together"))
+LOOKAHEAD = register_strategy(BuiltinStrategy(
+    S_LOOKAHEAD, "lookahead",
+    "critical path first, but a ready signature whose nodes feed the chosen one runs "
+    "before it, so that the chosen batch grows (one step of lookahead)"))
 AGENDA = register_strategy(BuiltinStrategy(
     S_AGENDA, "agenda",
     "all ready nodes of the signature whose pending nodes have the lowest average depth (DyNet)"))

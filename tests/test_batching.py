@@ -32,8 +32,8 @@ class HalfOfLowest(dy.Strategy):
 dy.register_strategy(LargestFirst())
 dy.register_strategy(HalfOfLowest())
 
-STRATEGIES = ["none", "depth", "agenda", "critical", LargestFirst.name, HalfOfLowest.name]
-BATCHING = ["depth", "agenda", "critical", LargestFirst.name]      # must batch the op's nodes
+STRATEGIES = ["none", "depth", "agenda", "critical", "lookahead", LargestFirst.name, HalfOfLowest.name]
+BATCHING = ["depth", "agenda", "critical", "lookahead", LargestFirst.name]      # must batch the op's nodes
 DEPTHS = [0, 1, 2, 1, 0]
 # ops whose batched kernel is the per-node loop run over more nodes: bit-equal results;
 # gemm-based ops may sum in another order when more columns are stacked, and the

@@ -13,7 +13,7 @@ import pytest
 import autobatch as dy
 from autobatch.bench import data, run, tasks
 
-BUILTIN = ("none", "depth", "agenda", "critical")
+BUILTIN = ("none", "depth", "agenda", "critical", "lookahead")
 HIDDEN = 8
 BATCH = 3
 

@@ -7,7 +7,7 @@ from autobatch.testing import check_batching_invariance, check_grad
 
 RNNS = [dy.SimpleRNNBuilder, dy.VanillaLSTMBuilder, dy.CoupledLSTMBuilder, dy.GRUBuilder,
         dy.FastLSTMBuilder, dy.CompactVanillaLSTMBuilder]
-STRATEGIES = ("depth", "agenda", "critical")
+STRATEGIES = ("depth", "agenda", "critical", "lookahead")
 LENGTHS = (3, 1, 4, 2)
 
 

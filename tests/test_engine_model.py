@@ -11,7 +11,7 @@ import pytest
 
 import autobatch as dy
 
-STRATEGIES = ["none", "depth", "agenda", "critical"]
+STRATEGIES = ["none", "depth", "agenda", "critical", "lookahead"]
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

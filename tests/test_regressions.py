@@ -5,7 +5,7 @@ import pytest
 import autobatch as dy
 from autobatch.testing import check_batching_invariance, check_grad
 
-STRATEGIES = ["none", "depth", "agenda", "critical"]
+STRATEGIES = ["none", "depth", "agenda", "critical", "lookahead"]
 
 
 def batch_of_id(i):

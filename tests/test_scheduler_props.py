@@ -10,7 +10,7 @@ from autobatch.testing import (build_program, check_batching_invariance, check_s
 
 from test_batching import HalfOfLowest, LargestFirst
 
-STRATEGIES = ["none", "depth", "agenda", "critical", LargestFirst.name, HalfOfLowest.name]
+STRATEGIES = ["none", "depth", "agenda", "critical", "lookahead", LargestFirst.name, HalfOfLowest.name]
 
 programs = st.builds(
     lambda seed, n, steps, shared: random_program(np.random.default_rng(seed), n_instances=n,

@@ -24,7 +24,7 @@ def load_example():
     spec = importlib.util.spec_from_file_location("example_strategy_lookahead",
                                                   ROOT / "examples" / "strategy_lookahead.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)          # registers "lookahead"
+    spec.loader.exec_module(module)          # registers "lookahead-py"
     return module
 
 
@@ -56,7 +56,8 @@ class Adversarial(dy.Strategy):
 
 dy.register_strategy(Adversarial())
 
-STRATEGIES = ["none", "depth", "agenda", "critical", lookahead.Lookahead.name, Adversarial.name]
+STRATEGIES = ["none", "depth", "agenda", "critical", "lookahead", lookahead.Lookahead.name,
+              Adversarial.name]
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +91,7 @@ def test_batched_equals_unbatched(task, models):
         assert st["strategy"] == s
         assert st["nodes_run"] == nodes, s
         assert st["batches"] <= stats["none"]["batches"], s
-    for s in ("depth", "agenda", "critical", "lookahead"):
+    for s in ("depth", "agenda", "critical", "lookahead", "lookahead-py"):
         assert stats[s]["batches"] < stats["none"]["batches"] / 2, f"{s} hardly batches {task}"
 
 
@@ -130,10 +131,10 @@ def test_lookahead_cache_is_per_graph(models):
     """The same strategy object over many graphs (of different sizes) stays correct."""
     for task in ("treelstm", "tagger", "treelstm"):
         model, inst = models[task]
-        dy.renew_cg(strategy="lookahead")
+        dy.renew_cg(strategy="lookahead-py")
         loss = dy.esum([model.loss(i) for i in inst])
         loss.forward()
-        check_schedule("lookahead", [loss.vindex])
+        check_schedule("lookahead-py", [loss.vindex])
 
 
 # ---------------------------------------------------------- invalid choices ----
@@ -224,7 +225,7 @@ def test_invalid_choice_raises_and_graph_recovers(case, after, models):
     check_schedule("agenda", [loss.vindex])
     loss.backward()
     # ... and a new graph computes the same numbers
-    dy.renew_cg(strategy="lookahead")
+    dy.renew_cg(strategy="lookahead-py")
     assert dy.esum([model.loss(i) for i in inst]).value() == pytest.approx(ref, rel=1e-5)
 
 
@@ -232,19 +233,19 @@ def test_invalid_choice_raises_and_graph_recovers(case, after, models):
 
 def test_register_by_name_and_compare_in_the_bench():
     mod = run.import_plugin(str(ROOT / "examples" / "strategy_lookahead.py"))
-    assert dy.available_strategies()["lookahead"] is mod.LOOKAHEAD
-    rows = run.run_task("treelstm", ["critical", "lookahead"], N_INSTANCES, HIDDEN, 1, [], seed=SEED)
-    assert [r["system"] for r in rows] == ["critical", "lookahead"]
+    assert dy.available_strategies()["lookahead-py"] is mod.LOOKAHEAD
+    rows = run.run_task("treelstm", ["critical", "lookahead-py"], N_INSTANCES, HIDDEN, 1, [], seed=SEED)
+    assert [r["system"] for r in rows] == ["critical", "lookahead-py"]
     for r in rows:
         assert r["batches_over_lower_bound"] >= 1.0
     assert rows[0]["first_loss"] == pytest.approx(rows[1]["first_loss"], rel=1e-5)
 
 
 def test_example_script_prints_a_table(capsys):
-    rows = lookahead.main(["--task", "lm,treelstm", "--strategy", "agenda,lookahead",
+    rows = lookahead.main(["--task", "lm,treelstm", "--strategy", "agenda,lookahead-py",
                            "--batch-size", "3", "--hidden", "8", "--steps", "1"])
     out = capsys.readouterr().out
-    assert "b/LB" in out and "lookahead" in out
+    assert "b/LB" in out and "lookahead-py" in out
     assert len(rows) == 4
 
 

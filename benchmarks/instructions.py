@@ -1,0 +1,113 @@
+"""Instruction counts of a steady-state training step, with callgrind.
+
+Wall-clock time on a shared machine is noisy; instruction counts are not (the bench's
+data and models are seeded, and PYTHONHASHSEED is fixed here). Each configuration runs
+twice under `valgrind --tool=callgrind`: one warm-up step plus 1 step, and one warm-up
+step plus 3 steps, on the same minibatches; the difference of the two totals, halved,
+is the cost of one steady-state step (start-up and the warm-up cancel). Per function
+group (the scheduler's functions, gemm, memset ...) the same difference of inclusive
+counts is reported.
+
+    python benchmarks/instructions.py --task treelstm --variant ops \\
+        --strategy agenda,critical,lookahead --batch-size 64 --hidden 32
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+# inclusive cost of these functions (regular expressions on callgrind's names)
+GROUPS = {
+    "schedule": r"_scheduler_sched_(prepare|push_initial|release|collect)$|_strategies_pick_batch$",
+    "pick": r"_strategies_pick_batch$",
+    "forward": r"_graph_16ComputationGraph__forward$",
+    "backward": r"_backward_backward_pass$",
+    "sgemm": r"^sgemm_$|^scipy_sgemm_|sgemm_kernel|^sgemm_[a-z]+$",
+    "memset": r"memset",
+    "memcpy": r"mem(cpy|move)",
+}
+
+
+def child(a):
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from autobatch.bench import data
+    from autobatch.bench.run import AutobatchSystem
+    meta, inst = data.make(a.task, a.batch_size * (a.steps + 1), a.seed)
+    system = AutobatchSystem(a.task, a.strategy, a.hidden, a.seed, meta, 0.1, a.variant)
+    for k in range(a.steps + 1):
+        system.step(inst[k * a.batch_size:(k + 1) * a.batch_size])
+
+
+def callgrind(a, steps, workdir):
+    out = os.path.join(workdir, f"cg.{a.task}.{a.variant}.{a.strategy}.{steps}")
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
+           os.path.abspath(__file__), "--child", "--task", a.task, "--variant", a.variant,
+           "--strategy", a.strategy, "--batch-size", str(a.batch_size), "--hidden",
+           str(a.hidden), "--seed", str(a.seed), "--steps", str(steps)]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", out],
+                         check=True, capture_output=True, text=True).stdout
+    os.unlink(out)
+    total = None
+    incl = {}
+    for line in ann.splitlines():
+        m = re.match(r"\s*([\d,]+) \(.*\)\s+PROGRAM TOTALS", line)
+        if m:
+            total = int(m.group(1).replace(",", ""))
+        m = re.match(r"\s*([\d,]+) \([^)]*\)\s+\*?\s*(\S+?):(\S+)", line)
+        if m and "PROGRAM TOTALS" not in line:
+            incl[m.group(3).split(" ")[0]] = int(m.group(1).replace(",", ""))
+    groups = {}
+    for g, pat in GROUPS.items():
+        groups[g] = sum(c for f, c in incl.items() if re.search(pat, f))
+    return total, groups
+
+
+def measure(a):
+    with tempfile.TemporaryDirectory() as d:
+        t1, g1 = callgrind(a, 1, d)
+        t3, g3 = callgrind(a, 3, d)
+    row = {"task": a.task, "variant": a.variant, "strategy": a.strategy,
+           "batch_size": a.batch_size, "hidden": a.hidden,
+           "instructions_per_step": (t3 - t1) // 2}
+    row.update({f"{g}_per_step": (g3[g] - g1[g]) // 2 for g in GROUPS})
+    return row
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--task", default="treelstm")
+    ap.add_argument("--variant", default="ops")
+    ap.add_argument("--strategy", default="agenda")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--hidden", type=int, default=32)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--steps", type=int, default=1)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--json", help="append the rows (one JSON object a line) here")
+    a = ap.parse_args(argv)
+    if a.child:
+        return child(a)
+    rows = []
+    for task in a.task.split(","):
+        for variant in a.variant.split(","):
+            for strategy in a.strategy.split(","):
+                b = argparse.Namespace(**{**vars(a), "task": task, "variant": variant,
+                                          "strategy": strategy})
+                row = measure(b)
+                rows.append(row)
+                print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+                if a.json:
+                    with open(a.json, "a") as f:
+                        f.write(json.dumps(row) + "\n")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

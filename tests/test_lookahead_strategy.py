@@ -1,0 +1,51 @@
+"""The built-in 'lookahead' strategy (autobatch/_strategies.pyx, over the scheduler's
+feeder lists): on the graphs of the five bench tasks, both model variants, it reaches
+the lower bound on the number of batches (cg().batch_lower_bound()), never needs more
+batches than 'critical', and its schedule is deterministic. Batched == unbatched for
+it is checked with the other strategies (test_batching, test_strategy_plugins,
+test_scheduler_props)."""
+import pytest
+
+import autobatch as dy
+from autobatch.bench import data, tasks
+from autobatch.testing import check_schedule
+
+HIDDEN, N_INSTANCES, SEED = 8, 16, 3
+
+
+@pytest.fixture(scope="module", params=[(t, v) for t in tasks.TASKS for v in ("builder", "ops")],
+                ids=lambda p: f"{p[0]}-{p[1]}")
+def task_model(request):
+    task, variant = request.param
+    meta, inst = data.make(task, N_INSTANCES, seed=SEED)
+    return tasks.make(task, hidden=HIDDEN, seed=SEED, meta=meta, variant=variant), inst
+
+
+def schedule(model, inst, strategy):
+    """(batches as lists of node ids, lower bound) of one forward of the summed loss."""
+    dy.renew_cg(strategy=strategy)
+    loss = dy.esum([model.loss(i) for i in inst])
+    loss.forward()
+    check_schedule([loss.vindex])
+    return [ids for _op, ids in dy.cg().batches()], dy.cg().batch_lower_bound()[0]
+
+
+def test_reaches_the_lower_bound(task_model):
+    model, inst = task_model
+    batches, lb = schedule(model, inst, "lookahead")
+    assert len(batches) == lb
+    critical, lb_c = schedule(model, inst, "critical")
+    assert lb_c == lb and len(critical) >= len(batches)
+
+
+def test_deterministic(task_model):
+    model, inst = task_model
+    assert schedule(model, inst, "lookahead") == schedule(model, inst, "lookahead")
+
+
+def test_gradients_equal_unbatched(task_model):
+    model, inst = task_model
+    params = model.pc.parameters_list() + model.pc.lookup_parameters_list()
+    stats = dy.testing.check_batching_invariance(lambda: [model.loss(i) for i in inst], params,
+                                                 strategies=["lookahead"], rtol=2e-4, atol=2e-5)
+    assert stats["lookahead"]["batches"] < stats["none"]["batches"] / 2
