@@ -1,16 +1,22 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Backward: d(target)/d(every ancestor), batch by batch in reverse forward order.
 
-Gradient memory comes from the scratch arena (ctx.scratch), one zeroed block per
-batch that holds an ancestor, so that a batch's gradients are as contiguous as its
-values. Trainable leaves write into their parameter's gradient directly."""
+Gradient memory comes from the scratch arena (ctx.scratch), one block per batch that
+holds an ancestor, so that a batch's gradients are as contiguous as its values. The
+blocks are not zeroed: a node's gradient is written first by an assignment (kernels
+with first_write: gemm with beta = 0, the elementwise loops' `set`) or zeroed just
+before a kernel that adds into it (grad_ready), so memory that the first write
+overwrites is not cleared before. Trainable leaves write into their parameter's
+gradient directly."""
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from autobatch._kernels_products cimport flush_weight_grads
-from autobatch._nodes cimport Node, OpDef, WeightGrad, WeightGrads, F_NEEDS_GRAD, F_TRAINABLE
+from autobatch._nodes cimport (Node, OpDef, WeightGrad, WeightGrads, F_NEEDS_GRAD, F_TRAINABLE,
+                               F_GRAD_SET, grad_ready, NODE, ARG)
 from autobatch._optable cimport op_table
+from autobatch._profile cimport P_KERNEL, P_MEMORY, prof_start, prof_stop
 from autobatch._memory cimport arena_alloc_or_raise, arena_check, arena_reset
 from autobatch._scheduler cimport sched_collect
 
@@ -26,9 +32,12 @@ cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batc
     unbatched reference)."""
     arena_reset(ctx.scratch)
     cdef int64_t nanc = sched_collect(work, v, target, True)
+    cdef double t0 = prof_start(ctx.prof)
     assign_gradient_memory(v, log, work, ctx, nanc, full)
+    prof_stop(ctx.prof, P_MEMORY, t0)
     cdef Node* t = &v.nodes[target]
     cdef int j
+    grad_ready(t)
     for j in range(t.bs):
         t.grad[j] += 1.0
     cdef int64_t bi, most = 1, cap = 1
@@ -69,6 +78,7 @@ cdef void run_in_reverse(const NodeView* v, const BatchLog* log, Sched* work, Ba
     cdef int64_t bi
     cdef int32_t nsub, j
     cdef int32_t* ids
+    cdef double t0
     for bi in range(log.n - 1, -1, -1):
         ids = log.ids + log.at[bi]
         nsub = 0
@@ -90,21 +100,43 @@ cdef void run_in_reverse(const NodeView* v, const BatchLog* log, Sched* work, Ba
             ctx.ids = sub
             ctx.block = NULL
         ctx.math = &OPS[v.nodes[ids[0]].op].math
+        t0 = prof_start(ctx.prof)
+        ready_gradients(ctx, OPS[v.nodes[ids[0]].op].first_write)
+        prof_stop(ctx.prof, P_MEMORY, t0)
+        t0 = prof_start(ctx.prof)
         OPS[v.nodes[ids[0]].op].bwd(ctx)
+        prof_stop(ctx.prof, P_KERNEL, t0)
         if ctx.scratch.failed:
             break
     if not ctx.scratch.failed:
-        flush_weight_grads(defer, ctx.scratch)
+        t0 = prof_start(ctx.prof)
+        flush_weight_grads(defer, ctx.scratch, ctx.prof)
+        prof_stop(ctx.prof, P_KERNEL, t0)
+
+
+cdef inline void ready_gradients(Batch* b, bint first_write) noexcept nogil:
+    """Before a batch's backward kernel: the nodes' own gradients hold a value (zero
+    if no consumer wrote one), and so do their arguments' unless the kernel assigns
+    on the first write itself."""
+    cdef int j, a
+    cdef Node* n
+    for j in range(b.n):
+        n = NODE(b, j)
+        grad_ready(n)
+        if not first_write:
+            for a in range(n.nargs):
+                grad_ready(ARG(b, j, a))
 
 
 cdef int assign_gradient_memory(const NodeView* v, const BatchLog* log, Sched* work,
                                 Batch* ctx, int64_t nanc, bint full) except -1:
-    """Zeroed gradient memory for the ancestors of target (work.mark == stamp).
+    """Gradient memory for the ancestors of target (work.mark == stamp), not written
+    yet (F_GRAD_SET clear) for the computed nodes.
 
     Leaves: the gradient storage of trainable ones is the parameter's; other
     ancestors write into a shared sink (kernels add to every argument). Nodes that
     are not ancestors point at a zeroed sink that nothing writes, so that gradient()
-    reads zeros for them."""
+    reads zeros for them. Leaves' gradients count as written (kernels add to them)."""
     cdef int32_t st = work.stamp
     cdef int64_t k, bi, j, per, sink_size = 1
     cdef Node* n
@@ -119,7 +151,10 @@ cdef int assign_gradient_memory(const NodeView* v, const BatchLog* log, Sched* w
             v.nodes[work.needed[k]].flags |= F_NEEDS_GRAD
     for k in range(v.n):
         n = &v.nodes[k]
-        if not OPS[n.op].leaf or n.flags & F_TRAINABLE:
+        if not OPS[n.op].leaf:
+            continue
+        n.flags = n.flags | F_GRAD_SET
+        if n.flags & F_TRAINABLE:
             continue
         if work.mark[k] == st and n.flags & F_NEEDS_GRAD:
             n.grad = arena_alloc_or_raise(ctx.scratch, n.size)
@@ -138,7 +173,8 @@ cdef int assign_gradient_memory(const NodeView* v, const BatchLog* log, Sched* w
         per = v.nodes[ids[0]].size
         if any_anc:
             g = arena_alloc_or_raise(ctx.scratch, per * log.count[bi])
-            memset(g, 0, per * log.count[bi] * sizeof(float))
-        for j in range(log.count[bi]):
-            v.nodes[ids[j]].grad = g + j * per if any_anc else zsink
+        for j in range(log.count[bi]):      # non-ancestors: nothing writes them
+            n = &v.nodes[ids[j]]
+            n.grad = g + j * per if work.mark[ids[j]] == st else zsink
+            n.flags = n.flags & ~F_GRAD_SET
     return 0

@@ -86,12 +86,14 @@
                   X * (1.0f - ab_fast_tanh(Y) * ab_fast_tanh(Y)))  /* LSTM: o * tanh(c) */
 
 typedef void (*ab_unary_fwd)(float* y, const float* x, int n, float A);
+/* backward loops add into the gradient, or with set != 0 assign it (the first write of
+ * a gradient in a backward pass: no zeroing of the buffer beforehand) */
 typedef void (*ab_unary_bwd)(float* dx, const float* x, const float* y, const float* dy,
-                             int n, float A);
+                             int n, float A, int set);
 /* binary loops take element strides: 1, or 0 for an argument with one element */
 typedef void (*ab_binary_fwd)(float* z, const float* x, int sx, const float* y, int sy, int n);
 typedef void (*ab_binary_bwd)(float* d, int sd, const float* x, int sx, const float* y, int sy,
-                              const float* z, const float* dz, int n);
+                              const float* z, const float* dz, int n, int set);
 
 #define AB_DEFINE_UNARY(NAME, FWD, DERIV)                                           \
 AB_LOOP static void ab_##NAME##_fwd(float* restrict y_, const float* restrict x_, int n, float A) { \
@@ -100,12 +102,18 @@ AB_LOOP static void ab_##NAME##_fwd(float* restrict y_, const float* restrict x_
 }                                                                                   \
 AB_LOOP static void ab_##NAME##_bwd(float* restrict dx_, const float* restrict x_,  \
                             const float* restrict y_, const float* restrict dy_,    \
-                            int n, float A) {                                       \
+                            int n, float A, int set) {                              \
     (void)A;                                                                        \
-    for (int i = 0; i < n; i++) {                                                   \
-        const float X = x_[i], Y = y_[i]; (void)X; (void)Y;                         \
-        dx_[i] += (DERIV) * dy_[i];                                                 \
-    }                                                                               \
+    if (set)                                                                        \
+        for (int i = 0; i < n; i++) {                                               \
+            const float X = x_[i], Y = y_[i]; (void)X; (void)Y;                     \
+            dx_[i] = (DERIV) * dy_[i];                                              \
+        }                                                                           \
+    else                                                                            \
+        for (int i = 0; i < n; i++) {                                               \
+            const float X = x_[i], Y = y_[i]; (void)X; (void)Y;                     \
+            dx_[i] += (DERIV) * dy_[i];                                             \
+        }                                                                           \
 }
 #define AB_DEFINE_UNARY_API(NAME, ATTR, DEFAULT, FWD, DERIV) AB_DEFINE_UNARY(NAME, FWD, DERIV)
 AB_UNARY_OPS(AB_DEFINE_UNARY_API)
@@ -131,19 +139,31 @@ AB_LOOP static void ab_##NAME##_fwd(float* restrict z_, const float* restrict x_
 }                                                                                   \
 AB_LOOP static void ab_##NAME##_bwd_x(float* restrict d_, int sd, const float* restrict x_, int sx, \
                               const float* restrict y_, int sy, const float* restrict z_, \
-                              const float* restrict dz_, int n) {                   \
-    for (int i = 0; i < n; i++) {                                                   \
-        const float X = x_[i * sx], Y = y_[i * sy], Z = z_[i]; (void)X; (void)Y; (void)Z; \
-        d_[i * sd] += (DX) * dz_[i];                                                \
-    }                                                                               \
+                              const float* restrict dz_, int n, int set) {          \
+    if (set)                    /* only for sd == 1: every element written once */  \
+        for (int i = 0; i < n; i++) {                                               \
+            const float X = x_[i * sx], Y = y_[i * sy], Z = z_[i]; (void)X; (void)Y; (void)Z; \
+            d_[i] = (DX) * dz_[i];                                                  \
+        }                                                                           \
+    else                                                                            \
+        for (int i = 0; i < n; i++) {                                               \
+            const float X = x_[i * sx], Y = y_[i * sy], Z = z_[i]; (void)X; (void)Y; (void)Z; \
+            d_[i * sd] += (DX) * dz_[i];                                            \
+        }                                                                           \
 }                                                                                   \
 AB_LOOP static void ab_##NAME##_bwd_y(float* restrict d_, int sd, const float* restrict x_, int sx, \
                               const float* restrict y_, int sy, const float* restrict z_, \
-                              const float* restrict dz_, int n) {                   \
-    for (int i = 0; i < n; i++) {                                                   \
-        const float X = x_[i * sx], Y = y_[i * sy], Z = z_[i]; (void)X; (void)Y; (void)Z; \
-        d_[i * sd] += (DY) * dz_[i];                                                \
-    }                                                                               \
+                              const float* restrict dz_, int n, int set) {          \
+    if (set)                    /* only for sd == 1: every element written once */  \
+        for (int i = 0; i < n; i++) {                                               \
+            const float X = x_[i * sx], Y = y_[i * sy], Z = z_[i]; (void)X; (void)Y; (void)Z; \
+            d_[i] = (DY) * dz_[i];                                                  \
+        }                                                                           \
+    else                                                                            \
+        for (int i = 0; i < n; i++) {                                               \
+            const float X = x_[i * sx], Y = y_[i * sy], Z = z_[i]; (void)X; (void)Y; (void)Z; \
+            d_[i * sd] += (DY) * dz_[i];                                            \
+        }                                                                           \
 }
 AB_BINARY_OPS(AB_DEFINE_BINARY)
 

@@ -8,6 +8,7 @@ from libc.string cimport memcpy, memset
 
 from autobatch._nodes cimport Node, OpDef, elems, F_DONE
 from autobatch._optable cimport op_table
+from autobatch._profile cimport P_KERNEL, prof_start, prof_stop
 from autobatch._memory cimport arena_alloc_or_raise, arena_check, grow, next_capacity, resize
 
 cdef const OpDef* OPS = op_table()
@@ -31,8 +32,10 @@ cdef int run_batch(BatchLog* log, Batch* ctx, int32_t* ids, int n, bint check_va
     ctx.block = block
     ctx.defer = NULL
     ctx.math = &OPS[n0.op].math
+    cdef double t0 = prof_start(ctx.prof)
     with nogil:
         OPS[n0.op].fwd(ctx)
+    prof_stop(ctx.prof, P_KERNEL, t0)
     arena_check(ctx.arena)          # a kernel ran out of memory: the batch did not run
     arena_check(ctx.scratch)
     log.at[log.n] = at              # only a batch that ran is recorded

@@ -5,6 +5,7 @@ from autobatch._executor cimport BatchLog
 from autobatch._nodes cimport Node, Shape, Attrs, Batch
 from autobatch._random cimport Rng
 from autobatch._memory cimport Arena, ArenaMark
+from autobatch._profile cimport Profile, Traffic
 from autobatch._nodes cimport NodeView
 from autobatch._scheduler cimport Sched
 from autobatch._signatures cimport SigTable
@@ -52,10 +53,14 @@ cdef class ComputationGraph:
     cdef readonly bint check_validity      # raise on the first NaN or infinity a kernel produces
     # statistics
     cdef public double t_build, t_schedule, t_forward, t_backward
+    cdef bint profiling                 # dy.set_profiling() when the graph was renewed
+    cdef Profile prof
+    cdef Traffic traffic
     cdef double t_last
     cdef public int n_forward_calls, n_backward_calls
 
     cdef void _clear(self)
+    cdef dict _profile(self)
     cdef int _forward(self, int32_t target) except -1
     cdef int32_t _index_of(self, e) except -1
     cdef NodeView view(self) noexcept

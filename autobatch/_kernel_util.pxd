@@ -1,11 +1,12 @@
 # Helpers of the batched kernels, inline: BLAS calls, gathering the arguments of a
 # batch, fast math. Declarations only (no module).
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport sgemm, sgemv, sger
 
 from autobatch._memory cimport Arena, arena_alloc
-from autobatch._nodes cimport Batch, Node, ARG, MAX_DIMS
+from autobatch._nodes cimport Batch, Node, ARG, MAX_DIMS, grad_fresh, grad_mark
+from autobatch._profile cimport P_GATHER, prof_start, prof_stop
 
 cdef extern from "_fastmath.h" nogil:
     float exp_nonpos "ab_exp_nonpos" (float x)
@@ -54,25 +55,40 @@ cdef inline float* gather_arg(Batch* b, int a, Arena* mem) noexcept nogil:
     they already are consecutive in memory, otherwise copied."""
     cdef float* first = consecutive(b, a, False)
     if first != NULL:
+        b.traffic.in_place += 1
         return first
     cdef int j, per = ARG(b, 0, a).size
     cdef float* out = arena_alloc(mem, <size_t>per * b.n)
     if out == NULL:
         return NULL
+    cdef double t0 = prof_start(b.prof)
     for j in range(b.n):
         memcpy(out + j * per, ARG(b, j, a).val, per * sizeof(float))
+    prof_stop(b.prof, P_GATHER, t0)
+    b.traffic.copied += 1
+    b.traffic.copied_floats += <int64_t>per * b.n
     return out
 
 cdef inline void add_grad_from_stack(Batch* b, int a, float* stacked) noexcept nogil:
+    """Argument a's gradient of every node += its part of `stacked` (= on the first
+    write of that gradient)."""
     cdef int j, i
     cdef int per = ARG(b, 0, a).size
+    cdef Node* x
     cdef float* g
     cdef float* s
+    cdef double t0 = prof_start(b.prof)
     for j in range(b.n):
-        g = ARG(b, j, a).grad
+        x = ARG(b, j, a)
+        g = x.grad
         s = stacked + j * per
-        for i in range(per):
-            g[i] += s[i]
+        if grad_fresh(x):
+            memcpy(g, s, per * sizeof(float))
+            grad_mark(x)
+        else:
+            for i in range(per):
+                g[i] += s[i]
+    prof_stop(b.prof, P_GATHER, t0)
 
 cdef inline void along_dim(const Node* x, int d, int* inner, int* outer) noexcept nogil:
     """x seen as (inner, x.d[d], outer) per batch element."""

@@ -26,13 +26,19 @@ cdef void unary_fwd(Batch* b) noexcept nogil:
         f(NODE(b, j).val, ARG(b, j, 0).val, n0.size, n0.attr.scalar.value)
 
 cdef void unary_bwd(Batch* b) noexcept nogil:
+    # first_write: an argument's gradient not written yet is assigned, not added to
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
     cdef ab_unary_bwd f = b.math.ubwd
     cdef int j
+    cdef Node* x
+    cdef bint fresh
     for j in range(b.n):
-        f(ARG(b, j, 0).grad, ARG(b, j, 0).val, NODE(b, j).val, NODE(b, j).grad, n0.size, n0.attr.scalar.value)
+        x = ARG(b, j, 0)
+        fresh = grad_fresh(x)
+        grad_mark(x)
+        f(x.grad, x.val, NODE(b, j).val, NODE(b, j).grad, n0.size, n0.attr.scalar.value, fresh)
 
 # Binary elementwise ops broadcast as DyNet does: along every dimension (the batch
 # included) an argument has the output's size or 1. The loops over the output are planned
@@ -112,15 +118,26 @@ cdef void binary_fwd(Batch* b) noexcept nogil:
             if not next_run(&p, &c):
                 break
 
+cdef inline bint first_write_of(Node* x, const Node* z) noexcept nogil:
+    """Whether this write of x's gradient may assign: x was not written yet and is not
+    broadcast (every element is written once); else it is made ready to add into."""
+    cdef bint assign = grad_fresh(x) and x.size == z.size
+    if not assign:
+        grad_ready(x)
+    grad_mark(x)
+    return assign
+
 cdef void binary_bwd(Batch* b) noexcept nogil:
-    # a broadcast argument's gradient sums over the positions it was repeated at
+    # a broadcast argument's gradient sums over the positions it was repeated at;
+    # first_write: an argument's gradient not written yet is assigned when it is not
+    # broadcast (x and y may be one node: its second write adds)
     cdef int op = NODE(b, 0).op
     cdef Plan p = binary_plan(NODE(b, 0), ARG(b, 0, 0), ARG(b, 0, 1))
     cdef Cursor c
     cdef Node* x
     cdef Node* y
     cdef Node* z
-    cdef bint want_x, want_y
+    cdef bint want_x, want_y, set_x = False, set_y = False
     cdef int j
     for j in range(b.n):
         x = ARG(b, j, 0)
@@ -128,14 +145,18 @@ cdef void binary_bwd(Batch* b) noexcept nogil:
         z = NODE(b, j)
         want_x = (x.flags & F_NEEDS_GRAD) != 0
         want_y = (y.flags & F_NEEDS_GRAD) != 0
+        if want_x:
+            set_x = first_write_of(x, z)
+        if want_y:
+            set_y = first_write_of(y, z)
         memset(&c, 0, sizeof(Cursor))
         while True:
             if want_x:
                 b.math.bbwd_x(x.grad + c.x, p.sx[0], x.val + c.x, p.sx[0], y.val + c.y, p.sy[0],
-                               z.val + c.z, z.grad + c.z, p.size[0])
+                               z.val + c.z, z.grad + c.z, p.size[0], set_x)
             if want_y:
                 b.math.bbwd_y(y.grad + c.y, p.sy[0], x.val + c.x, p.sx[0], y.val + c.y, p.sy[0],
-                               z.val + c.z, z.grad + c.z, p.size[0])
+                               z.val + c.z, z.grad + c.z, p.size[0], set_y)
             if not next_run(&p, &c):
                 break
 

@@ -9,6 +9,15 @@ from autobatch._memory cimport Arena, arena_alloc
 from autobatch._nodes cimport *
 from autobatch._optable cimport *
 from autobatch._kernel_util cimport *
+from autobatch._profile cimport Profile, P_GEMM, P_GATHER, prof_start, prof_stop
+
+cdef inline void tgemm(Profile* prof, char ta, char tb, int m, int n, int k, float alpha,
+                       float* A, int lda, float* B, int ldb, float beta,
+                       float* C, int ldc) noexcept nogil:
+    """gemm, timed when profiling (prof != NULL)."""
+    cdef double t0 = prof_start(prof)
+    gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+    prof_stop(prof, P_GEMM, t0)
 
 # W (r x k) times X (k x c): with W shared and unbatched, the batch is one gemm over
 # the stacked columns of every node's X (a batched X adds its columns too).
@@ -29,15 +38,30 @@ cdef void product_fwd(Batch* b, int w_arg, int x_arg, float beta, bint keep_x) n
             return
         if keep_x:
             n0.aux = X
-        gemm(b'N', b'N', r, c * x0.bs * b.n, k, 1.0, w.val, r, X, k, beta, b.block, r)
+        tgemm(b.prof, b'N', b'N', r, c * x0.bs * b.n, k, 1.0, w.val, r, X, k, beta, b.block, r)
         return
     for j in range(b.n):      # batched W: one product per batch element
         wj = ARG(b, j, w_arg)
         xj = ARG(b, j, x_arg)
         for e in range(n0.bs):
-            gemm(b'N', b'N', r, c, k, 1.0, wj.val + (0 if wj.bs == 1 else e * r * k), r,
+            tgemm(b.prof, b'N', b'N', r, c, k, 1.0, wj.val + (0 if wj.bs == 1 else e * r * k), r,
                  xj.val + (0 if xj.bs == 1 else e * k * c), k, beta,
                  NODE(b, j).val + e * r * c, r)
+
+cdef inline bint stacked_fresh(Batch* b, int a) noexcept nogil:
+    """For argument a of every node (gradients consecutive in memory, so distinct
+    nodes): True if none was written yet, then the gemm assigns (beta = 0); else the
+    ones not written yet are zeroed and the gemm adds. All count as written after."""
+    cdef int j
+    cdef bint all_fresh = True
+    for j in range(b.n):
+        if not grad_fresh(ARG(b, j, a)):
+            all_fresh = False
+    for j in range(b.n):
+        if not all_fresh:
+            grad_ready(ARG(b, j, a))
+        grad_mark(ARG(b, j, a))
+    return all_fresh
 
 cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
     """dW += dY X^T and dX += W^T dY for the pair (w_arg, x_arg); X is the stacked
@@ -51,6 +75,7 @@ cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
     cdef Node* wj
     cdef Node* xj
     cdef float* dy
+    cdef double t0
     if w.bs == 1 and x0.bs == n0.bs:
         M = c * x0.bs * b.n
         dY = b.block
@@ -58,8 +83,10 @@ cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
             dY = arena_alloc(b.scratch, <size_t>r * M)
             if dY == NULL:
                 return
+            t0 = prof_start(b.prof)
             for j in range(b.n):
                 memcpy(dY + j * n0.size, NODE(b, j).grad, n0.size * sizeof(float))
+            prof_stop(b.prof, P_GATHER, t0)
         if w.flags & F_NEEDS_GRAD:
             if X == NULL:
                 X = gather_arg(b, x_arg, b.scratch)
@@ -69,29 +96,38 @@ cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
                     (r * k >= DEFER_MIN_WEIGHT or M <= DEFER_MAX_COLUMNS):
                 b.defer.items[b.defer.n] = WeightGrad(w.grad, dY, X, r, k, M)
                 b.defer.n += 1
-            else:
-                gemm(b'N', b'T', r, k, M, 1.0, dY, r, X, k, 1.0, w.grad, r)
+            else:           # W written for the first time: beta = 0
+                tgemm(b.prof, b'N', b'T', r, k, M, 1.0, dY, r, X, k,
+                      0.0 if grad_fresh(w) else 1.0, w.grad, r)
+                grad_mark(w)
         if batch_arg_needs_grad(b, x_arg):
             if consecutive(b, x_arg, True) != NULL:
-                gemm(b'T', b'N', k, M, r, 1.0, w.val, r, dY, r, 1.0, x0.grad, k)
+                b.traffic.grads_in_place += 1
+                tgemm(b.prof, b'T', b'N', k, M, r, 1.0, w.val, r, dY, r,
+                      0.0 if stacked_fresh(b, x_arg) else 1.0, x0.grad, k)
             else:
+                b.traffic.grads_scattered += 1
                 dX = arena_alloc(b.scratch, <size_t>k * M)
                 if dX == NULL:
                     return
-                gemm(b'T', b'N', k, M, r, 1.0, w.val, r, dY, r, 0.0, dX, k)
+                tgemm(b.prof, b'T', b'N', k, M, r, 1.0, w.val, r, dY, r, 0.0, dX, k)
                 add_grad_from_stack(b, x_arg, dX)
         return
-    for j in range(b.n):
+    for j in range(b.n):          # one product per batch element: add into ready gradients
         wj = ARG(b, j, w_arg)
         xj = ARG(b, j, x_arg)
         dy = NODE(b, j).grad
+        if wj.flags & F_NEEDS_GRAD:
+            grad_ready(wj)
+        if xj.flags & F_NEEDS_GRAD:
+            grad_ready(xj)
         for e in range(n0.bs):
             if wj.flags & F_NEEDS_GRAD:
-                gemm(b'N', b'T', r, k, c, 1.0, dy + e * r * c, r,
+                tgemm(b.prof, b'N', b'T', r, k, c, 1.0, dy + e * r * c, r,
                      xj.val + (0 if xj.bs == 1 else e * k * c), k, 1.0,
                      wj.grad + (0 if wj.bs == 1 else e * r * k), r)
             if xj.flags & F_NEEDS_GRAD:
-                gemm(b'T', b'N', k, c, r, 1.0, wj.val + (0 if wj.bs == 1 else e * r * k), r,
+                tgemm(b.prof, b'T', b'N', k, c, r, 1.0, wj.val + (0 if wj.bs == 1 else e * r * k), r,
                      dy + e * r * c, r, 1.0, xj.grad + (0 if xj.bs == 1 else e * k * c), k)
 
 # Postponing pays when a term would stream a dW that does not stay in cache (every
@@ -105,7 +141,7 @@ cdef int cmp_weight_grad(const void* a, const void* b) noexcept nogil:
     cdef float* y = (<WeightGrad*>b).dW
     return -1 if x < y else (1 if x > y else 0)
 
-cdef void flush_weight_grads(WeightGrads* d, Arena* scratch) noexcept nogil:
+cdef void flush_weight_grads(WeightGrads* d, Arena* scratch, Profile* prof) noexcept nogil:
     """Apply the postponed dW += dY X^T: per weight, the terms' columns are stacked
     (column-major blocks simply follow each other) and summed by one gemm."""
     qsort(d.items, d.n, sizeof(WeightGrad), cmp_weight_grad)
@@ -113,6 +149,7 @@ cdef void flush_weight_grads(WeightGrads* d, Arena* scratch) noexcept nogil:
     cdef WeightGrad* w
     cdef float* dY
     cdef float* X
+    cdef double t0
     while i < d.n:
         w = &d.items[i]
         j = i + 1
@@ -127,15 +164,17 @@ cdef void flush_weight_grads(WeightGrads* d, Arena* scratch) noexcept nogil:
         if X == NULL or dY == NULL:     # one term, or no memory to stack them: a gemm each
             scratch.failed = False
             for e in range(i, j):
-                gemm(b'N', b'T', w.r, w.k, d.items[e].m, 1.0, d.items[e].dY, w.r,
+                tgemm(prof, b'N', b'T', w.r, w.k, d.items[e].m, 1.0, d.items[e].dY, w.r,
                      d.items[e].X, w.k, 1.0, w.dW, w.r)
         else:
             at = 0
+            t0 = prof_start(prof)
             for e in range(i, j):
                 memcpy(dY + <size_t>at * w.r, d.items[e].dY, <size_t>d.items[e].m * w.r * sizeof(float))
                 memcpy(X + <size_t>at * w.k, d.items[e].X, <size_t>d.items[e].m * w.k * sizeof(float))
                 at += d.items[e].m
-            gemm(b'N', b'T', w.r, w.k, total, 1.0, dY, w.r, X, w.k, 1.0, w.dW, w.r)
+            prof_stop(prof, P_GATHER, t0)
+            tgemm(prof, b'N', b'T', w.r, w.k, total, 1.0, dY, w.r, X, w.k, 1.0, w.dW, w.r)
         i = j
     d.n = 0
 
@@ -174,6 +213,7 @@ cdef void affine_bwd(Batch* b) noexcept nogil:
     if batch_arg_needs_grad(b, 0):
         for j in range(b.n):
             bias = ARG(b, j, 0)
+            grad_ready(bias)
             dy = NODE(b, j).grad
             eb = elems(bias)
             bstride = 0 if bias.bs == 1 else eb

@@ -55,8 +55,8 @@ cdef void lstm_gates_bwd(Batch* b) noexcept nogil:
             x = ARG(b, j, 0).val + k * total
             y = NODE(b, j).val + k * total
             dy = NODE(b, j).grad + k * total
-            gate_bwd(dx, x, y, dy, total - h, 0.0)
-            tanh_loop_bwd(dx + total - h, x + total - h, y + total - h, dy + total - h, h, 0.0)
+            gate_bwd(dx, x, y, dy, total - h, 0.0, 0)
+            tanh_loop_bwd(dx + total - h, x + total - h, y + total - h, dy + total - h, h, 0.0, 0)
 
 cdef void lstm_cell_fwd(Batch* b) noexcept nogil:
     # c = i * g + sum_m f_m * c_m; arguments: gates, c_1 .. c_k
@@ -126,10 +126,10 @@ cdef void lstm_hidden_bwd(Batch* b) noexcept nogil:
         for k in range(n0.bs):
             if want_g:
                 mul_tanh_bwd_o(g.grad + k * G + G - 2 * h, 1, g.val + k * G + G - 2 * h, 1,
-                               c.val + k * h, 1, NODE(b, j).val + k * h, NODE(b, j).grad + k * h, h)
+                               c.val + k * h, 1, NODE(b, j).val + k * h, NODE(b, j).grad + k * h, h, 0)
             if want_c:
                 mul_tanh_bwd_c(c.grad + k * h, 1, g.val + k * G + G - 2 * h, 1,
-                               c.val + k * h, 1, NODE(b, j).val + k * h, NODE(b, j).grad + k * h, h)
+                               c.val + k * h, 1, NODE(b, j).val + k * h, NODE(b, j).grad + k * h, h, 0)
 
 
 if not (ab_find_unary(b"gate_logistic", &gate_fwd, &gate_bwd)

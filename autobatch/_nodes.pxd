@@ -1,8 +1,10 @@
 # The data every stage of the engine shares: a node, its shape and typed attributes,
 # the op record, and what a kernel gets for one batch. Declarations only (no module).
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
+from libc.string cimport memset
 from autobatch._memory cimport Arena
 from autobatch._random cimport Rng
+from autobatch._profile cimport Profile, Traffic
 
 # node flags
 cdef enum:
@@ -10,6 +12,8 @@ cdef enum:
     F_NEEDS_GRAD = 2   # depends on a trainable parameter
     F_ALIAS = 4        # value/grad point into parameter storage
     F_TRAINABLE = 8    # its gradient storage is a trainable parameter's
+    F_GRAD_SET = 16    # backward: its gradient memory holds a value (else: not written yet,
+                       # the first write assigns instead of adding; see grad_ready)
 
 cdef enum:
     MAX_DIMS = 4       # dimensions of a value, besides the batch (DyNet's Dim)
@@ -105,10 +109,10 @@ cdef inline int elems(const Node* x) noexcept nogil:
 cdef extern from "_elementwise.h" nogil:
     ctypedef void (*ab_unary_fwd)(float* y, const float* x, int n, float a)
     ctypedef void (*ab_unary_bwd)(float* dx, const float* x, const float* y, const float* dy,
-                                  int n, float a)
+                                  int n, float a, int set)
     ctypedef void (*ab_binary_fwd)(float* z, const float* x, int sx, const float* y, int sy, int n)
     ctypedef void (*ab_binary_bwd)(float* d, int sd, const float* x, int sx, const float* y,
-                                   int sy, const float* z, const float* dz, int n)
+                                   int sy, const float* z, const float* dz, int n, int set)
 
 # The math of an elementwise op: the loops of its _elementwise.h line.
 ctypedef struct ElementwiseMath:
@@ -144,6 +148,8 @@ ctypedef struct Batch:
     Arena* scratch      # temporary memory (reset when a backward starts)
     Rng* rng
     WeightGrads* defer  # backward: where parameter weight gradients are postponed
+    Profile* prof       # the graph's profile timers, NULL when profiling is off
+    Traffic* traffic    # the graph's counts of operands used in place or copied
 
 ctypedef void (*KernelFn)(Batch* b) noexcept nogil
 
@@ -161,6 +167,8 @@ ctypedef struct OpDef:
     KernelFn fwd
     KernelFn bwd
     ElementwiseMath math
+    bint first_write    # bwd handles F_GRAD_SET of the arguments (assigns a gradient not
+                        # written yet); else backward zeroes them before calling it
 
 cdef inline bint arg_is_shared(const OpDef* op, int a) noexcept nogil:
     if op.shared_arg < 0 or a < op.shared_arg:
@@ -175,6 +183,22 @@ cdef inline Node* NODE(Batch* b, int j) noexcept nogil:
 
 cdef inline Node* ARG(Batch* b, int j, int a) noexcept nogil:
     return &b.nodes[b.args[b.nodes[b.ids[j]].args_at + a]]
+
+# Gradient buffers are not zeroed when backward assigns them: the first write assigns
+# (gemm beta = 0, the elementwise loops' `set`), or grad_ready zeroes the buffer just
+# before a kernel that only adds.
+cdef inline bint grad_fresh(const Node* x) noexcept nogil:
+    """x's gradient has not been written in this backward (its memory is garbage)."""
+    return (x.flags & F_GRAD_SET) == 0
+
+cdef inline void grad_mark(Node* x) noexcept nogil:
+    x.flags = x.flags | F_GRAD_SET
+
+cdef inline void grad_ready(Node* x) noexcept nogil:
+    """Make x's gradient safe to add into: zero it if it was not written yet."""
+    if (x.flags & F_GRAD_SET) == 0:
+        memset(x.grad, 0, x.size * sizeof(float))
+        x.flags = x.flags | F_GRAD_SET
 
 cdef inline bint batch_arg_needs_grad(Batch* b, int a) noexcept nogil:
     """Whether argument a of any node of the batch wants a gradient."""

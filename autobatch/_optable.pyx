@@ -50,6 +50,9 @@ cdef int defop(int op, const char* name, int nargs, KernelFn fwd, KernelFn bwd,
     OPS[op].shared_arg = shared_arg
     OPS[op].shared_step = shared_step
     OPS[op].leaf = fwd == NULL
+    # these backward kernels assign an argument's gradient on its first write
+    OPS[op].first_write = (bwd == unary_bwd or bwd == binary_bwd or bwd == matmul_bwd
+                           or bwd == affine_bwd)
     return 0
 
 cdef int defleaf(int op, const char* name) except -1:

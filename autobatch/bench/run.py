@@ -35,6 +35,8 @@ import autobatch as dy
 from autobatch.bench import blas, data, dynet_worker, tasks
 
 TORCH_MODES = ("eager", "batched")
+# the parts of a step in the --profile view (cg().stats()["profile"]), then the update
+PROFILE_PARTS = ("build", "schedule", "engine", "memory", "gather", "gemm", "kernels")
 DYNET_NAMES = {0: "dynet", 1: "dynet-agenda"}    # by DyNet's autobatch setting
 
 
@@ -62,6 +64,8 @@ class AutobatchSystem:
         st = dy.cg().stats()
         split = dict(st["seconds"])
         split["update"] = t2 - t1
+        if "profile" in st:         # --profile: dy.set_profiling(True)
+            split.update({"p_" + k: st["profile"][k] for k in PROFILE_PARTS if k in st["profile"]})
         info = {"nodes": st["nodes"], "batches": st["batches"],
                 "arena_bytes": st["arena_bytes"] + st["grad_arena_bytes"],
                 "unbatched_nodes": st["unbatched_nodes"]}
@@ -264,6 +268,9 @@ def _run_systems(task, systems, batches, batch_size, hidden, steps, seed, meta, 
             "instances_per_s": batch_size / med, "median_step_s": med,
             "split_s": {key: statistics.median(sp.get(key, 0.0) for sp in r["split"])
                         for key in ("build", "schedule", "forward", "backward", "update")},
+            **({"profile_s": {k: statistics.median(sp["p_" + k] for sp in r["split"])
+                              for k in PROFILE_PARTS}}
+               if r["split"] and "p_gemm" in r["split"][0] else {}),
             "useful_gflop_per_step": statistics.mean(flops) / 1e9,
             "useful_gflops": statistics.median(f / t for f, t in zip(flops, r["seconds"])) / 1e9,
             "maxrss_mb_after_task": rss,
@@ -342,6 +349,31 @@ def table(rows, sgemm, out=sys.stdout):
           "process after the task (cumulative, includes torch)", file=out)
 
 
+def profile_table(rows, out=sys.stdout):
+    """The --profile view: where a step's time goes, in ms (medians over the steps)
+    and % of the step."""
+    rows = [r for r in rows if "profile_s" in r]
+    if not rows:
+        return
+    parts = PROFILE_PARTS + ("update",)
+    fmt = "{:<11s} {:<13s} {:<7s}" + " {:>13s}" * (len(parts) + 1)
+    print("\nprofile: ms per step (% of the step)", file=out)
+    print(fmt.format("task", "system", "var", *parts, "step"), file=out)
+    for r in rows:
+        p = dict(r["profile_s"], update=r["split_s"]["update"])
+        total = r["median_step_s"]
+        print(fmt.format(r["task"], r["system"], r.get("variant", "-"),
+                         *(f"{p[k] * 1e3:.1f} ({100 * p[k] / total:.0f}%)" for k in parts),
+                         f"{total * 1e3:.1f}"), file=out)
+    print("build = the user's Python code recording nodes (shapes, signatures); schedule = "
+          "choosing batches; engine = the rest of forward and backward outside kernels "
+          "(bookkeeping, backward's walk); memory = assigning and zeroing gradient memory; "
+          "gather = copying operands together and gradients back; gemm = BLAS calls of the "
+          "products; kernels = every other kernel (elementwise, softmax, lookups ...); "
+          "update = the trainer. Timers inside the engine (dy.set_profiling), not sampling.",
+          file=out)
+
+
 def machine():
     model = "?"
     try:
@@ -410,6 +442,9 @@ def main(argv=None, native_blas=False):
                     help="DyNet's autobatch setting(s), comma list of 0 and 1 (1: agenda batching)")
     ap.add_argument("--dynet-mem", default="2048", help="DyNet's memory pool in MB (dynet_config mem)")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ap.add_argument("--profile", action="store_true",
+                    help="time the engine's parts too (dy.set_profiling) and print where a step's "
+                         "time goes: gemm, gathers, kernels, engine, memory, graph building")
     ap.add_argument("--native-blas", action="store_true",
                     help="unset OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (handled at re-exec)")
     a = ap.parse_args(argv)
@@ -465,9 +500,12 @@ def main(argv=None, native_blas=False):
         meta["dynet"] = {"python": dynet, "autobatch": dynet_autobatch, "mem_mb": a.dynet_mem}
         print(f"DyNet baseline: {dynet} (autobatch={','.join(map(str, dynet_autobatch))})")
     meta["variants"] = variants
+    meta["profile"] = a.profile
+    dy.set_profiling(a.profile)
     rows = run(task_names, strategies, batch_sizes, hiddens, a.steps, torch_modes, a.seed, a.lr,
                progress, variants, dynet, dynet_autobatch, a.dynet_mem)
     table(rows, sgemm)
+    profile_table(rows)
     meta["rows"] = rows
     if a.json:
         with open(a.json, "w") as fh:
