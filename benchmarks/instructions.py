@@ -35,8 +35,11 @@ GROUPS = {
 
 def child(a):
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    import autobatch as dy
     from autobatch.bench import data
     from autobatch.bench.run import AutobatchSystem
+    if a.profile:
+        dy.set_profiling(True)
     meta, inst = data.make(a.task, a.batch_size * (a.steps + 1), a.seed)
     system = AutobatchSystem(a.task, a.strategy, a.hidden, a.seed, meta, 0.1, a.variant)
     for k in range(a.steps + 1):
@@ -48,7 +51,8 @@ def callgrind(a, steps, workdir):
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
            os.path.abspath(__file__), "--child", "--task", a.task, "--variant", a.variant,
            "--strategy", a.strategy, "--batch-size", str(a.batch_size), "--hidden",
-           str(a.hidden), "--seed", str(a.seed), "--steps", str(steps)]
+           str(a.hidden), "--seed", str(a.seed), "--steps", str(steps)] + \
+        (["--profile"] if a.profile else [])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
@@ -81,7 +85,8 @@ def measure(a):
             t1, g1 = callgrind(a, 1, d)
             t3, g3 = callgrind(a, 3, d)
     row = {"task": a.task, "variant": a.variant, "strategy": a.strategy,
-           "batch_size": a.batch_size, "hidden": a.hidden,
+           "batch_size": a.batch_size, "hidden": a.hidden, "profile": a.profile,
+           "root": os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
            "instructions_per_step": None if t3 is None else (t3 - t1) // 2, "quick": a.quick}
     row.update({f"{g}_per_step": (g3[g] - g1[g]) // 2 for g in GROUPS})
     return row
@@ -99,6 +104,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true",
                     help="one run (warm-up + 1 step): function groups only, averaged over the "
                          "warm-up and the step (the functions run only in steps); no total")
+    ap.add_argument("--profile", action="store_true", help="with dy.set_profiling(True)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--json", help="append the rows (one JSON object a line) here")
     a = ap.parse_args(argv)
