@@ -130,37 +130,19 @@ cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t coun
                 if s.height[s.cons[q]] + 1 > d:
                     d = s.height[s.cons[q]] + 1
             s.height[s.needed[p]] = d
-    prepare_signatures(s, v, count, heights)
     s.feeders = feeders
     if feeders:
         s.fd = <int32_t*>grow(s.fd, &s.cap_fd, edges + 1, sizeof(int32_t))
-        prepare_feeders(s, v, count)
+    prepare_signatures(s, v, count, heights)
     return 0
-
-
-cdef void prepare_feeders(Sched* s, const NodeView* v, int64_t count) noexcept nogil:
-    """Room in fd for each signature's feeder list: one slot per consumer edge into
-    a node of that signature from a node of another signature."""
-    cdef int64_t p, q
-    cdef int32_t g, acc = 0
-    for p in range(s.n_used):
-        s.fd_n[s.used[p]] = 0
-    for p in range(count):
-        g = v.nodes[s.needed[p]].sig
-        for q in range(s.cons_at[p], s.cons_at[p + 1]):
-            if v.nodes[s.cons[q]].sig != g:
-                s.fd_n[v.nodes[s.cons[q]].sig] += 1
-    for p in range(s.n_used):
-        g = s.used[p]
-        s.fd_at[g] = acc
-        acc += s.fd_n[g]
-        s.fd_n[g] = 0
 
 
 cdef void prepare_signatures(Sched* s, const NodeView* v, int64_t count, bint heights) noexcept nogil:
     """Per signature of the needed nodes (not per signature of the graph: a parser that
     reads a value at every step stays linear): where its ready list starts, and the
-    mean depth and height of its nodes; no signature is active yet."""
+    mean depth and height of its nodes; no signature is active yet. With feeder lists:
+    where each signature's list starts in fd, with room for every edge into its nodes
+    (the in-degrees: the lists of all signatures fill at most `edges` slots)."""
     cdef int64_t p, g
     cdef int32_t acc
     for p in range(s.n_active):             # a forward stopped by an error leaves some
@@ -176,11 +158,14 @@ cdef void prepare_signatures(Sched* s, const NodeView* v, int64_t count, bint he
             s.rd_n[g] = 0
             s.avg_depth[g] = 0
             s.avg_height[g] = 0
+            s.fd_n[g] = 0
         s.rd_n[g] += 1
+        s.fd_n[g] += s.indeg[s.needed[p]]
         s.avg_depth[g] += s.depth[s.needed[p]]
         if heights:
             s.avg_height[g] += s.height[s.needed[p]]
     acc = 0
+    cdef int32_t facc = 0
     for p in range(s.n_used):
         g = s.used[p]
         s.rd_at[g] = acc
@@ -188,6 +173,9 @@ cdef void prepare_signatures(Sched* s, const NodeView* v, int64_t count, bint he
         s.avg_depth[g] /= s.rd_n[g]
         s.avg_height[g] /= s.rd_n[g]
         s.rd_n[g] = 0
+        s.fd_at[g] = facc
+        facc += s.fd_n[g]
+        s.fd_n[g] = 0
 
 
 cdef int ensure_sigs(Sched* s, int64_t n_sigs, int64_t count) except -1:

@@ -21,15 +21,16 @@ import subprocess
 import sys
 import tempfile
 
-# inclusive cost of these functions (regular expressions on callgrind's names)
+# (regular expression on callgrind's function names, inclusive?): the scheduler's
+# entry points inclusive (they do not call each other); BLAS and libc by their own
+# (self) cost, so that nested functions are not counted twice
 GROUPS = {
-    "schedule": r"_scheduler_sched_(prepare|push_initial|release|collect)$|_strategies_pick_batch$",
-    "pick": r"_strategies_pick_batch$",
-    "forward": r"_graph_16ComputationGraph__forward$",
-    "backward": r"_backward_backward_pass$",
-    "sgemm": r"^sgemm_$|^scipy_sgemm_|sgemm_kernel|^sgemm_[a-z]+$",
-    "memset": r"memset",
-    "memcpy": r"mem(cpy|move)",
+    "schedule": (r"_scheduler_sched_(prepare|push_initial|release|collect)$|"
+                 r"_strategies_pick_batch$", True),
+    "pick": (r"_strategies_pick_batch$", True),
+    "blas": (r"^(scipy_)?s(gemm|gemv|ger|axpy|scal|copy)|^(scipy_)?openblas|^blas_", False),
+    "memset": (r"memset", False),
+    "memcpy": (r"mem(cpy|move)", False),
 }
 
 
@@ -47,7 +48,9 @@ def child(a):
 
 
 def callgrind(a, steps, workdir):
-    out = os.path.join(workdir, f"cg.{a.task}.{a.variant}.{a.strategy}.{steps}")
+    tag = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = os.path.join(workdir, f"cg.{tag}.{a.task}.{a.variant}.{a.strategy}.h{a.hidden}"
+                                f"{'.prof' if a.profile else ''}.{steps}")
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
            os.path.abspath(__file__), "--child", "--task", a.task, "--variant", a.variant,
            "--strategy", a.strategy, "--batch-size", str(a.batch_size), "--hidden",
@@ -57,21 +60,29 @@ def callgrind(a, steps, workdir):
     env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", out],
-                         check=True, capture_output=True, text=True).stdout
-    os.unlink(out)
     total = None
-    incl = {}
-    for line in ann.splitlines():
-        m = re.match(r"\s*([\d,]+) \(.*\)\s+PROGRAM TOTALS", line)
-        if m:
-            total = int(m.group(1).replace(",", ""))
-        m = re.match(r"\s*([\d,]+) \([^)]*\)\s+\*?\s*(\S+?):(\S+)", line)
-        if m and "PROGRAM TOTALS" not in line:
-            incl[m.group(3).split(" ")[0]] = int(m.group(1).replace(",", ""))
+    cost = {}
+    for inclusive in (True, False):
+        ann = subprocess.run(["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}",
+                              "--threshold=100", out],
+                             check=True, capture_output=True, text=True).stdout
+        cost[inclusive] = {}
+        for line in ann.splitlines():
+            m = re.match(r"\s*([\d,]+) \(.*\)\s+PROGRAM TOTALS", line)
+            if m:
+                total = int(m.group(1).replace(",", ""))
+                continue
+            m = re.match(r"\s*([\d,]+) \([^)]*\)\s+\*?\s*(\S+?):(\S+)", line)
+            if m:
+                f = m.group(3).split(" ")[0]
+                cost[inclusive][f] = cost[inclusive].get(f, 0) + int(m.group(1).replace(",", ""))
+    if a.keep:
+        os.replace(out, os.path.join(a.keep, os.path.basename(out)))
+    else:
+        os.unlink(out)
     groups = {}
-    for g, pat in GROUPS.items():
-        groups[g] = sum(c for f, c in incl.items() if re.search(pat, f))
+    for g, (pat, inclusive) in GROUPS.items():
+        groups[g] = sum(c for f, c in cost[inclusive].items() if re.search(pat, f))
     return total, groups
 
 
@@ -105,6 +116,7 @@ def main(argv=None):
                     help="one run (warm-up + 1 step): function groups only, averaged over the "
                          "warm-up and the step (the functions run only in steps); no total")
     ap.add_argument("--profile", action="store_true", help="with dy.set_profiling(True)")
+    ap.add_argument("--keep", metavar="DIR", help="keep callgrind's output files here")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--json", help="append the rows (one JSON object a line) here")
     a = ap.parse_args(argv)
