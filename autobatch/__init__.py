@@ -7,7 +7,8 @@ needed, a Cython scheduler groups same-signature nodes across the whole minibatc
 into batched kernels, forward and backward.
 """
 from autobatch.errors import DimensionError, StaleExpressionError
-from autobatch._graph import ComputationGraph, set_profiling, profiling
+from autobatch._graph import ComputationGraph
+from autobatch._stats import set_profiling, profiling
 from autobatch._strategies import (
     Frontier, register_strategy, available_strategies, set_default_strategy, default_strategy,
 )

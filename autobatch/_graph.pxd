@@ -60,7 +60,6 @@ cdef class ComputationGraph:
     cdef public int n_forward_calls, n_backward_calls
 
     cdef void _clear(self)
-    cdef dict _profile(self)
     cdef int _forward(self, int32_t target) except -1
     cdef int32_t _index_of(self, e) except -1
     cdef NodeView view(self) noexcept

@@ -24,8 +24,9 @@ from autobatch._memory cimport (arena_alloc_or_raise, arena_reset, arena_free,
 from autobatch._scheduler cimport (sched_collect, sched_prepare, sched_push_initial,
                                    sched_release, sched_free)
 from autobatch._signatures cimport sig_intern, sig_reset, sig_truncate, sig_free
-from autobatch._profile cimport Profile, Traffic, P_KERNEL, P_GEMM, P_GATHER, P_MEMORY
-from autobatch._stats cimport batch_stats, batch_list, print_batch_list, print_graphviz, lower_bound
+from autobatch._profile cimport Profile, Traffic
+from autobatch._stats cimport (batch_stats, batch_list, print_batch_list, print_graphviz,
+                               lower_bound, operand_stats, profile_stats, profiling_enabled)
 from autobatch._strategies cimport (S_NONE, S_AGENDA, S_DEPTH, S_LOOKAHEAD, strategy_id,
                                     pick_batch)
 from autobatch._strategies import resolve_strategy
@@ -42,32 +43,6 @@ cdef int32_t new_version() except -1:
         raise OverflowError("autobatch: too many computation graphs in one process")
     _last_version += 1
     return _last_version
-
-cdef bint _profiling_on = False
-
-
-def set_profiling(on=True):
-    """Turn the profile timers on (or off) for the graphs renewed from now on.
-
-    With profiling on, `cg().stats()["profile"]` splits the time of the graph's
-    forward and backward passes into BLAS products (`gemm`), operand copies
-    (`gather`: stacking arguments that are not contiguous, stacking output gradients,
-    adding stacked gradients back), the other kernels (`kernels`: elementwise,
-    softmax, lookups, reductions, conv2d ...), backward's gradient memory (`memory`),
-    choosing batches (`schedule`) and the rest of the engine's forward and backward
-    (`engine`: batch bookkeeping, the backward's walk); `build` is the time between
-    passes (the user's Python code recording nodes: shapes, signatures). The parts add
-    up to build + schedule + forward + backward of `stats()["seconds"]`. The timers
-    read the clock twice per batch and per copy; off (the default) they cost one
-    pointer test per batch. Counts are per graph, so threads do not mix them."""
-    global _profiling_on
-    _profiling_on = bool(on)
-
-
-def profiling():
-    """Whether graphs renewed now get profile timers (see set_profiling)."""
-    return bool(_profiling_on)
-
 
 cdef inline double now() noexcept nogil:
     cdef timespec ts
@@ -106,7 +81,7 @@ cdef class ComputationGraph:
         log_reset(&self.log)
         self.t_build = self.t_schedule = self.t_forward = self.t_backward = 0
         self.n_forward_calls = self.n_backward_calls = 0
-        self.profiling = _profiling_on
+        self.profiling = profiling_enabled()
         memset(&self.prof, 0, sizeof(Profile))
         memset(&self.traffic, 0, sizeof(Traffic))
 
@@ -373,30 +348,12 @@ cdef class ComputationGraph:
             "grad_arena_bytes": int(self.garena.peak),
             "arena_capacity_bytes": int(arena_capacity(&self.leaf_arena) + arena_capacity(&self.arena)
                                         + arena_capacity(&self.garena)),
-            # the products' stacked operands: used in place (already contiguous and in
-            # order in memory) or copied; their gradients: written in place or scattered
-            "operands": {"in_place": int(self.traffic.in_place), "copied": int(self.traffic.copied),
-                         "copied_floats": int(self.traffic.copied_floats),
-                         "grads_in_place": int(self.traffic.grads_in_place),
-                         "grads_scattered": int(self.traffic.grads_scattered)},
+            "operands": operand_stats(&self.traffic),
         })
         if self.profiling:
-            out["profile"] = self._profile()
+            out["profile"] = profile_stats(&self.prof, self.t_build, self.t_schedule,
+                                           self.t_forward, self.t_backward)
         return out
-
-    cdef dict _profile(self):
-        """The profile split (set_profiling) in seconds."""
-        cdef Profile* p = &self.prof
-        kernels = p.seconds[P_KERNEL] - p.seconds[P_GEMM] - p.seconds[P_GATHER]
-        run = self.t_forward + self.t_backward
-        return {
-            "gemm": p.seconds[P_GEMM], "gather": p.seconds[P_GATHER], "kernels": kernels,
-            "memory": p.seconds[P_MEMORY],
-            "engine": run - p.seconds[P_KERNEL] - p.seconds[P_MEMORY],
-            "schedule": self.t_schedule, "build": self.t_build,
-            "kernel_calls": int(p.calls[P_KERNEL]), "gemm_calls": int(p.calls[P_GEMM]),
-            "gather_calls": int(p.calls[P_GATHER]),
-        }
 
     def batches(self):
         """The batches in execution order: a list of (op name, [node ids])."""

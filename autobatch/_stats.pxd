@@ -3,6 +3,12 @@
 from autobatch._executor cimport BatchLog
 from autobatch._nodes cimport NodeView
 from autobatch._signatures cimport SigTable
+from autobatch._profile cimport Profile, Traffic
+
+cdef bint profiling_enabled() noexcept
+cdef dict profile_stats(const Profile* p, double t_build, double t_schedule,
+                        double t_forward, double t_backward)
+cdef dict operand_stats(const Traffic* t)
 
 cdef dict batch_stats(const NodeView* v, const BatchLog* log, const SigTable* sigs,
                       bint unbatched_strategy)

@@ -6,9 +6,62 @@ from libc.stdlib cimport free, malloc
 
 from autobatch._nodes cimport Node, OpDef
 from autobatch._optable cimport op_table
+from autobatch._profile cimport Profile, Traffic, P_KERNEL, P_GEMM, P_GATHER, P_MEMORY
 from autobatch._nodes cimport arg_id
 
 cdef const OpDef* OPS = op_table()
+
+cdef bint _profiling_on = False
+
+
+def set_profiling(on=True):
+    """Turn the profile timers on (or off) for the graphs renewed from now on.
+
+    With profiling on, `cg().stats()["profile"]` splits the time of the graph's
+    forward and backward passes into BLAS products (`gemm`), operand copies
+    (`gather`: stacking arguments that are not contiguous, stacking output gradients,
+    adding stacked gradients back), the other kernels (`kernels`: elementwise,
+    softmax, lookups, reductions, conv2d ...), backward's gradient memory (`memory`),
+    choosing batches (`schedule`) and the rest of the engine's forward and backward
+    (`engine`: batch bookkeeping, the backward's walk); `build` is the time between
+    passes (the user's Python code recording nodes: shapes, signatures). The parts add
+    up to build + schedule + forward + backward of `stats()["seconds"]`. The timers
+    read the clock twice per batch and per copy; off (the default) they cost one
+    pointer test per batch. Counts are per graph, so threads do not mix them."""
+    global _profiling_on
+    _profiling_on = bool(on)
+
+
+def profiling():
+    """Whether graphs renewed now get profile timers (see set_profiling)."""
+    return bool(_profiling_on)
+
+
+cdef bint profiling_enabled() noexcept:
+    return _profiling_on
+
+
+cdef dict profile_stats(const Profile* p, double t_build, double t_schedule,
+                        double t_forward, double t_backward):
+    """stats()["profile"]: the profile split (set_profiling) in seconds."""
+    kernels = p.seconds[P_KERNEL] - p.seconds[P_GEMM] - p.seconds[P_GATHER]
+    return {
+        "gemm": p.seconds[P_GEMM], "gather": p.seconds[P_GATHER], "kernels": kernels,
+        "memory": p.seconds[P_MEMORY],
+        "engine": t_forward + t_backward - p.seconds[P_KERNEL] - p.seconds[P_MEMORY],
+        "schedule": t_schedule, "build": t_build,
+        "kernel_calls": int(p.calls[P_KERNEL]), "gemm_calls": int(p.calls[P_GEMM]),
+        "gather_calls": int(p.calls[P_GATHER]),
+    }
+
+
+cdef dict operand_stats(const Traffic* t):
+    """stats()["operands"]: the products' stacked operands used in place (already
+    contiguous and in order in memory) or copied; their gradients written in place or
+    scattered."""
+    return {"in_place": int(t.in_place), "copied": int(t.copied),
+            "copied_floats": int(t.copied_floats), "grads_in_place": int(t.grads_in_place),
+            "grads_scattered": int(t.grads_scattered)}
 
 
 cdef inline str op_name(const NodeView* v, int32_t i):
