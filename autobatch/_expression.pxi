@@ -21,7 +21,7 @@ cdef uint64_t _seed_state = 0x5DEECE66D
 
 cdef ComputationGraph _new_thread_graph():
     global ab_thread_graph
-    g = ComputationGraph(None)
+    g = ComputationGraph(None)          # a new version, unique in the process (new_version)
     _thread_graphs.graph = g            # owns it while the thread lives
     ab_thread_graph = <PyObject*>g
     return g
@@ -49,14 +49,16 @@ def renew_cg(immediate_compute=False, check_validity=False, strategy=None, autob
         strategy = "none"
     cdef ComputationGraph g = _here()
     _seed_state += 1
-    g.renew(strategy, new_version(), _seed_state, immediate_compute, check_validity)
+    g.start(strategy, new_version(), _seed_state, immediate_compute, check_validity)
     return g
 
 
 def cg_version():
-    """The current graph's version: it changes with renew_cg, and with cg_revert
-    (expressions made before the checkpoint stay valid)."""
-    return _here().version
+    """The current graph's version, as DyNet's: the first graph is 0 and every renew_cg
+    gives the next number (when no cg_revert came between). cg_revert gives the graph a
+    new version too (DyNet's stays; see docs/dynet.md): expressions made before the
+    checkpoint stay valid, caches keyed by the version are rebuilt."""
+    return _here().version_id
 
 
 def cg_checkpoint():
@@ -95,11 +97,12 @@ cdef inline Node* _check(Expression e) except NULL:
 
 
 cdef inline Node* _check_in(ComputationGraph g, Expression e) except NULL:
-    """e's node, if e belongs to g (the calling thread's graph)."""
-    if e.version != g.version and not g.owns(e.version, e.idx):
-        raise StaleExpressionError(
-            "stale Expression: it was created before the computation graph was renewed, "
-            "dropped by cg_revert(), or made by another thread (each thread builds its own graph)")
+    """e's node, if e belongs to g (the calling thread's graph): made under g's current
+    version, or under an earlier one of g and not dropped by cg_revert (g.owns). A
+    Parameters or LookupParameters (Expressions too, as in DyNet) gets its node of g
+    here (_refresh)."""
+    if e.version != g.version_id and not g.owns(e.version, e.idx):
+        _refresh(g, e)
     return &g.nodes[e.idx]
 
 
@@ -118,7 +121,7 @@ cdef inline Expression _wrap_in(ComputationGraph g, int32_t idx):
     """The handle of node idx of g (the calling thread's graph)."""
     cdef Expression e = Expression.__new__(Expression)
     e.idx = idx
-    e.version = g.version
+    e.version = g.version_id
     if g.immediate_compute:
         g.forward_to(idx)
     return e
@@ -133,21 +136,29 @@ cdef str _dimstr(Node* n):
 
 @cython.freelist(1024)
 cdef class Expression:
-    """Handle to a node of the current computation graph (graph version + index)."""
+    """Handle to a node of the current computation graph (graph version + index).
+    Parameters and LookupParameters are Expressions too (as in DyNet): each use stands
+    for their node in the calling thread's current graph."""
     cdef int32_t idx
     cdef int32_t version
 
     @property
     def vindex(self):
+        if _is_param(self):
+            _check(self)
         return self.idx
 
     @property
     def cg_version(self):
+        if _is_param(self):
+            _check(self)
         return self.version
 
     def is_stale(self):
+        if _is_param(self):
+            return False                # stands for its node of whichever graph uses it
         cdef ComputationGraph g = _here()
-        return self.version != g.version and not g.owns(self.version, self.idx)
+        return self.version != g.version_id and not g.owns(self.version, self.idx)
 
     def dim(self):
         """(shape, batch size), as in DyNet."""
@@ -164,16 +175,17 @@ cdef class Expression:
     incremental_forward = forward
 
     def value(self, recalculate=False):
-        """As DyNet: a float for one number, a list for a vector (of every batch
-        element's values, one after another), else a numpy array."""
+        """As DyNet: npvalue() for values of 2 or more dimensions; else vec_value() (a
+        list of every batch element's values, one after another), or its one number as
+        a float."""
         cdef Node* n = _check(self)
         _compute(self.idx, recalculate)
         n = &_here().nodes[self.idx]
+        if n.nd >= 2:
+            return _here().value_array(self.idx, False)
         if n.size == 1:
             return float(n.val[0])
-        if n.nd == 1:
-            return [float(n.val[i]) for i in range(n.size)]
-        return _here().value_array(self.idx, False)
+        return [float(n.val[i]) for i in range(n.size)]
 
     def npvalue(self, recalculate=False):
         """Numpy copy of the value; the batch is the last axis when batch size > 1."""
@@ -205,11 +217,38 @@ cdef class Expression:
         _here().backward_from(self.idx, full)
 
     def gradient(self):
-        """d(last backward's loss)/d(self) as numpy (zeros where nothing flows)."""
-        cdef Node* n = _check(self)
-        if not (n.flags & F_DONE):
-            raise RuntimeError("gradient() before forward/backward")
-        return _here().value_array(self.idx, True)
+        """d(last backward's loss)/d(self) as numpy, shaped as npvalue() (zeros where
+        nothing flows, and for nodes the loss does not use; inputs get theirs with
+        backward(full=True)). As in DyNet, it is an error before backward() (or after
+        set() or recalculation: the gradients were of the old values), and for a node
+        created after the one backward started from."""
+        cdef ComputationGraph g = _here()
+        cdef Node* n = _check_in(g, self)
+        if g.backward_target < 0:
+            raise RuntimeError("gradient() before backward(): no gradients were computed in "
+                               "this graph since it was started or its values recomputed")
+        if self.idx > g.backward_target:
+            raise RuntimeError(f"gradient() of node {self.idx}: the last backward() started "
+                               f"from node {g.backward_target}, which does not depend on it")
+        if self.idx == g.backward_target and not (n.flags & F_NEEDS_GRAD):
+            return np.ones_like(g.value_array(self.idx, False))    # d(loss)/d(loss)
+        return g.value_array(self.idx, True)
+
+    def set(self, values):
+        """New values for an input, or a new row for a lookup; the graph is kept and
+        its next value()/forward()/backward() computes it again (DyNet's pattern of
+        building a graph once and re-setting its inputs).
+
+        vecInput / inputVector / matInput / inputMatrix / inputTensor(...,
+        reusable_expr=True): `values` is a flat sequence of as many numbers (column-major,
+        the batch last). scalarInput: a number. lookup: a row index. lookup_batch: one
+        index per batch element."""
+        _set_values(self, values)
+
+    def set_index(self, index):
+        """pick / pick_batch: a new index (or one per batch element); the graph is
+        recomputed as after set()."""
+        _set_pick_index(self, index)
 
     def __reduce__(self):
         raise TypeError("an Expression is a handle into one computation graph of one process; "
@@ -253,24 +292,21 @@ cdef class Expression:
             return NotImplemented
         return pow(self, other)
 
+    def __rpow__(self, other, modulo):
+        if modulo is not None or not _is_number(other):
+            return NotImplemented
+        return pow(other, self)
+
     def __getitem__(self, index):
-        if isinstance(index, slice):
-            if index.step not in (None, 1):
-                raise ValueError("slices of expressions take no step")
-            n = _check(self)
-            start = 0 if index.start is None else index.start
-            stop = n.d[0] if index.stop is None else index.stop
-            return pick_range(self, start, stop)
-        return pick(self, index)
+        """x[i] picks along dimension 0 (i < 0 counts from the end), x[a:b:s] takes a
+        strided range of it, and a tuple indexes several dimensions (M[:, 1:3],
+        M[1, 2]); an entry past the last dimension indexes the batch."""
+        return _getitem(self, index)
 
 
 cdef inline Expression _as_expr(object x):
     if isinstance(x, Expression):
-        return <Expression>x
-    if isinstance(x, Parameters):
-        return (<Parameters>x)._expr(True)
-    if isinstance(x, LookupParameters):
-        return (<LookupParameters>x).expr()
+        return <Expression>x            # a Parameters gets its node when checked
     raise TypeError(f"expected an Expression, got {type(x).__name__}")
 
 
@@ -278,7 +314,7 @@ cdef object _numpy_number = np.number
 
 
 cdef inline bint _is_number(object x):
-    if isinstance(x, Expression) or isinstance(x, Parameters):
+    if isinstance(x, Expression):
         return False                    # the common case, decided without a lookup
     return isinstance(x, (int, float)) or isinstance(x, _numpy_number)
 

@@ -18,6 +18,10 @@ ctypedef struct Checkpoint:
 
 cdef int32_t new_version() except -1
 
+# free node slots kept for the nodes of Parameters used as Expressions (see add_node)
+cdef enum:
+    NODE_HEADROOM = 4
+
 cdef class ComputationGraph:
     # node storage
     cdef Node* nodes
@@ -35,7 +39,10 @@ cdef class ComputationGraph:
     cdef float** tables                 # lookup tables read by nodes: (values, gradients) pairs
     cdef int64_t n_tables, cap_tables
     cdef list keepalive                 # Python objects whose memory nodes point into
-    cdef readonly int version
+    cdef readonly int32_t version_id    # cg_version(): a new one, unique in the process, at
+                                        # every renew_cg and cg_revert (nodes' `born`)
+    cdef int32_t backward_target        # node the last backward started from; -1: none
+                                        # since the graph was started or invalidated
     # the stages' state
     cdef SigTable sigs
     cdef Sched sched
@@ -60,19 +67,20 @@ cdef class ComputationGraph:
     cdef public int n_forward_calls, n_backward_calls
 
     cdef void _clear(self)
-    cdef int _forward(self, int32_t target) except -1
+    cdef int _forward(self, const int32_t* targets, int64_t n_targets) except -1
     cdef int32_t _index_of(self, e) except -1
     cdef NodeView view(self) noexcept
     cdef Batch context(self) noexcept
     cdef int32_t add_node(self, int op, int nargs, const int32_t* argv, Shape shape,
-                          int32_t idata=*, const Attrs* attr=*) except -1
+                          int32_t idata=*, const Attrs* attr=*, bint headroom=*) except -1
     cdef float* leaf_memory(self, int32_t i) except NULL
     cdef int32_t add_ints(self, object values, int count) except -1
     cdef int32_t add_table(self, float* values, float* grads) except -1
     cdef int check_idle(self) except -1
     cdef int forward_to(self, int32_t target) except -1
+    cdef int forward_many(self, const int32_t* targets, int64_t n) except -1
     cdef int backward_from(self, int32_t target, bint full=*) except -1
-    cdef renew(self, strategy, int version, uint64_t seed, bint immediate_compute=*,
+    cdef start(self, strategy, int version, uint64_t seed, bint immediate_compute=*,
                bint check_validity=*)
     cdef tuple shape_of(self, int32_t i)
     cdef object value_array(self, int32_t i, bint grad)

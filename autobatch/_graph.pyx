@@ -21,7 +21,7 @@ from autobatch._optable cimport op_table, OP_NOBACKPROP
 from autobatch._random cimport rng_seed
 from autobatch._memory cimport (arena_alloc_or_raise, arena_reset, arena_free,
                                 arena_capacity, arena_mark, arena_revert, grow)
-from autobatch._scheduler cimport (sched_collect, sched_prepare, sched_push_initial,
+from autobatch._scheduler cimport (sched_collect_many, sched_prepare, sched_push_initial,
                                    sched_release, sched_free)
 from autobatch._signatures cimport sig_intern, sig_reset, sig_truncate, sig_free
 from autobatch._profile cimport Profile, Traffic
@@ -33,11 +33,12 @@ from autobatch._strategies import resolve_strategy
 from autobatch.errors import StaleExpressionError
 
 cdef const OpDef* OPS = op_table()
-cdef int32_t _last_version = 0
+cdef int32_t _last_version = -1        # the first graph is version 0, as in DyNet
 
 
 cdef int32_t new_version() except -1:
-    """A graph version never used before, in any thread (renew_cg and cg_revert)."""
+    """A graph version never used before, in any thread (renew_cg and cg_revert):
+    0, 1, 2 ... as DyNet numbers its graphs (a revert takes one too)."""
     global _last_version
     if _last_version >= 2147483600:
         raise OverflowError("autobatch: too many computation graphs in one process")
@@ -55,8 +56,9 @@ cdef class ComputationGraph:
 
     def __init__(self, strategy):
         self.keepalive = []
-        self.version = self.base_version = new_version()
+        self.version_id = self.base_version = new_version()
         self._clear()
+        self.nodes = <Node*>grow(self.nodes, &self.cap_nodes, NODE_HEADROOM, sizeof(Node))
         self.set_strategy(strategy)
         self.t_last = now()
 
@@ -77,6 +79,7 @@ cdef class ComputationGraph:
     cdef void _clear(self):
         self.n_nodes = self.n_args = self.n_ibuf = self.n_tables = 0
         self.n_checkpoints = 0
+        self.backward_target = -1
         sig_reset(&self.sigs)
         log_reset(&self.log)
         self.t_build = self.t_schedule = self.t_forward = self.t_backward = 0
@@ -85,7 +88,7 @@ cdef class ComputationGraph:
         memset(&self.prof, 0, sizeof(Profile))
         memset(&self.traffic, 0, sizeof(Traffic))
 
-    cdef renew(self, strategy, int version, uint64_t seed, bint immediate_compute=False,
+    cdef start(self, strategy, int version, uint64_t seed, bint immediate_compute=False,
                bint check_validity=False):
         """Start a new graph in the same memory (arenas keep their capacity)."""
         self.check_idle()
@@ -95,7 +98,7 @@ cdef class ComputationGraph:
         arena_reset(&self.arena)
         arena_reset(&self.garena)
         self.keepalive = []
-        self.version = self.base_version = version
+        self.version_id = self.base_version = version
         self._clear()
         self.set_strategy(strategy)
         rng_seed(&self.rng, seed)
@@ -131,17 +134,28 @@ cdef class ComputationGraph:
     # ------------------------------------------------------------ nodes ----
 
     cdef int32_t add_node(self, int op, int nargs, const int32_t* argv, Shape shape,
-                          int32_t idata=0, const Attrs* attr=NULL) except -1:
-        """Append a node (its shape checked by the caller) with its typed attributes."""
+                          int32_t idata=0, const Attrs* attr=NULL, bint headroom=True) except -1:
+        """Append a node (its shape checked by the caller) with its typed attributes.
+
+        The node array keeps NODE_HEADROOM free slots after every node added with
+        headroom: a Parameters used as an Expression gets its node of this graph while
+        an op checks its arguments (headroom=False), after the op may already hold
+        Node* of earlier arguments; those nodes use the free slots, so the array does
+        not move under the op (up to NODE_HEADROOM arguments)."""
         cdef int64_t i = self.n_nodes
         cdef int a
         if self.busy:
             self.check_idle()
         if i >= 2147483000:
             raise MemoryError("autobatch: too many nodes in one graph")
-        self.nodes = <Node*>grow(self.nodes, &self.cap_nodes, i + 1, sizeof(Node))
+        for a in range(nargs):      # earlier nodes of this graph only (never read elsewhere)
+            if not 0 <= argv[a] < i:
+                raise StaleExpressionError(f"argument {a} is not a node of this graph: an "
+                                           f"Expression changed while the op was built")
+        self.nodes = <Node*>grow(self.nodes, &self.cap_nodes,
+                                 i + 1 + (NODE_HEADROOM if headroom else 0), sizeof(Node))
         self.born = <int32_t*>grow(self.born, &self.cap_born, i + 1, sizeof(int32_t))
-        self.born[i] = self.version
+        self.born[i] = self.version_id
         self.args = <int32_t*>grow(self.args, &self.cap_args, self.n_args + nargs, sizeof(int32_t))
         cdef Node* n = &self.nodes[i]
         memset(n, 0, sizeof(Node))
@@ -214,25 +228,34 @@ cdef class ComputationGraph:
 
     cdef int forward_to(self, int32_t target) except -1:
         """Compute `target` and every ancestor not computed yet, in batches."""
-        if not 0 <= target < self.n_nodes:
-            raise IndexError(f"no node {target} in this graph ({self.n_nodes} nodes)")
-        if self.nodes[target].flags & F_DONE:
+        return self.forward_many(&target, 1)
+
+    cdef int forward_many(self, const int32_t* targets, int64_t n) except -1:
+        """Compute the targets and every ancestor not computed yet, in one forward (so
+        the nodes of all targets batch together)."""
+        cdef int64_t k
+        cdef bint done = True
+        for k in range(n):
+            if not 0 <= targets[k] < self.n_nodes:
+                raise IndexError(f"no node {targets[k]} in this graph ({self.n_nodes} nodes)")
+            done = done and (self.nodes[targets[k]].flags & F_DONE) != 0
+        if done:
             return 0
         self.check_idle()
         self.busy = True
         try:
-            self._forward(target)
+            self._forward(targets, n)
         finally:
             self.busy = False
         return 0
 
-    cdef int _forward(self, int32_t target) except -1:
+    cdef int _forward(self, const int32_t* targets, int64_t n_targets) except -1:
         cdef double t0 = now()
         self.t_build += t0 - self.t_last
         self.n_forward_calls += 1
         cdef NodeView v = self.view()
         cdef Batch ctx = self.context()
-        cdef int64_t count = sched_collect(&self.sched, &v, target, False)
+        cdef int64_t count = sched_collect_many(&self.sched, &v, targets, n_targets, False)
         cdef double t_sched = 0, t_run = 0, t1
         cdef int64_t pos
         cdef int n
@@ -292,6 +315,7 @@ cdef class ComputationGraph:
             self.busy = False
         self.t_backward += now() - t0
         self.t_last = now()
+        self.backward_target = target
         return 0
 
     # ------------------------------------------------------ inspection ----
@@ -319,7 +343,7 @@ cdef class ComputationGraph:
     cdef int32_t _index_of(self, e) except -1:
         """The node of an Expression of this graph (StaleExpressionError otherwise)."""
         idx, version = e.vindex, e.cg_version
-        if not 0 <= idx < self.n_nodes or not (version == self.version or self.owns(version, idx)):
+        if not 0 <= idx < self.n_nodes or not (version == self.version_id or self.owns(version, idx)):
             raise StaleExpressionError("the Expression does not belong to this computation graph "
                                        "(it is stale, or the graph was renewed)")
         return idx
@@ -331,6 +355,11 @@ cdef class ComputationGraph:
     def backward(self, e, full=False):
         """Backward from the scalar `e` (an Expression or a node index)."""
         self.backward_from(self._node_arg(e), full)
+
+    def version(self):
+        """This graph's version: renew_cg() gives every new graph a new one (DyNet's
+        ComputationGraph.version)."""
+        return self.version_id
 
     def stats(self):
         """Statistics of what ran so far in this graph (see the README)."""
@@ -349,6 +378,7 @@ cdef class ComputationGraph:
             "arena_capacity_bytes": int(arena_capacity(&self.leaf_arena) + arena_capacity(&self.arena)
                                         + arena_capacity(&self.garena)),
             "operands": operand_stats(&self.traffic),
+            "node_capacity": int(self.cap_nodes),     # room for nodes before the array grows
         })
         if self.profiling:
             out["profile"] = profile_stats(&self.prof, self.t_build, self.t_schedule,
@@ -397,15 +427,17 @@ cdef class ComputationGraph:
         for i in range(self.n_nodes):
             if self.nodes[i].sig >= 0:
                 self.nodes[i].flags &= ~F_DONE
+                self.nodes[i].grad = NULL   # its gradient memory goes with the values
         log_reset(&self.log)
         arena_reset(&self.arena)        # computed values go; inputs stay (leaf_arena)
+        self.backward_target = -1       # gradients of the old values go too
         self.resets += 1
 
     cdef bint owns(self, int32_t version, int32_t idx) noexcept:
         """Whether node idx made under `version` is a live node of this graph: made
         since the last renew and not dropped by cg_revert (which gives the graph a new
         version, so a node made at the same index later has another one)."""
-        return (self.base_version <= version <= self.version and 0 <= idx < self.n_nodes
+        return (self.base_version <= version <= self.version_id and 0 <= idx < self.n_nodes
                 and self.born[idx] == version)
 
     # --------------------------------------------------- checkpoint / revert ----
@@ -449,7 +481,9 @@ cdef class ComputationGraph:
         self.n_nodes, self.n_args, self.n_ibuf = cp.n_nodes, cp.n_args, cp.n_ibuf
         self.n_tables = cp.n_tables
         del self.keepalive[cp.n_keepalive:]
-        self.version = new_version()
+        if self.backward_target >= cp.n_nodes:  # the loss was dropped: its gradients go
+            self.backward_target = -1
+        self.version_id = new_version()
 
     # ------------------------------------------------- DyNet's graph calls ----
 

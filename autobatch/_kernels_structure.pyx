@@ -117,38 +117,49 @@ cdef void pick_bwd(Batch* b) noexcept nogil:
                     dx[t] += dy[t]
 
 cdef void pick_range_fwd(Batch* b) noexcept nogil:
-    # elements [s, s + w) along dimension `dim` (s per node in idata): a run of
-    # w * inner elements per outer index
+    # every step-th element of [s, ...) along dimension `dim`, w of them (s per node in
+    # idata): runs of `inner` elements; with step 1, one run of w * inner per outer index
     cdef Node* n0 = NODE(b, 0)
     cdef Node* x0 = ARG(b, 0, 0)
-    cdef int d = n0.attr.axis.dim, L = x0.d[d], w = n0.d[d], m = elems(n0), mx = elems(x0)
-    cdef int inner, outer, j, k, o, s
+    cdef int d = n0.attr.range.dim, st = n0.attr.range.step
+    cdef int L = x0.d[d], w = n0.d[d], m = elems(n0), mx = elems(x0)
+    cdef int inner, outer, j, k, o, s, i, run
     along_dim(x0, d, &inner, &outer)
+    run = inner
+    if st == 1:
+        inner, w = inner * w, 1         # the range is one run
     for j in range(b.n):
         s = NODE(b, j).idata
         for k in range(n0.bs):
             for o in range(outer):
-                memcpy(NODE(b, j).val + k * m + o * w * inner,
-                       ARG(b, j, 0).val + k * mx + (o * L + s) * inner, w * inner * sizeof(float))
+                for i in range(w):
+                    memcpy(NODE(b, j).val + k * m + (o * w + i) * inner,
+                           ARG(b, j, 0).val + k * mx + (o * L + s + i * st) * run,
+                           inner * sizeof(float))
 
 cdef void pick_range_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
         return
     cdef Node* n0 = NODE(b, 0)
     cdef Node* x0 = ARG(b, 0, 0)
-    cdef int d = n0.attr.axis.dim, L = x0.d[d], w = n0.d[d], m = elems(n0), mx = elems(x0)
-    cdef int inner, outer, j, k, o, s, t
+    cdef int d = n0.attr.range.dim, st = n0.attr.range.step
+    cdef int L = x0.d[d], w = n0.d[d], m = elems(n0), mx = elems(x0)
+    cdef int inner, outer, j, k, o, s, i, t, run
     cdef float* dx
     cdef float* dy
     along_dim(x0, d, &inner, &outer)
+    run = inner
+    if st == 1:
+        inner, w = inner * w, 1
     for j in range(b.n):
         s = NODE(b, j).idata
         for k in range(n0.bs):
             for o in range(outer):
-                dx = ARG(b, j, 0).grad + k * mx + (o * L + s) * inner
-                dy = NODE(b, j).grad + k * m + o * w * inner
-                for t in range(w * inner):
-                    dx[t] += dy[t]
+                for i in range(w):
+                    dx = ARG(b, j, 0).grad + k * mx + (o * L + s + i * st) * run
+                    dy = NODE(b, j).grad + k * m + (o * w + i) * inner
+                    for t in range(inner):
+                        dx[t] += dy[t]
 
 cdef void pick_batch_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)

@@ -36,6 +36,10 @@ ctypedef struct ScalarAttr:       # the constant of an elementwise op's math lin
 ctypedef struct AxisAttr:         # ops along one dimension (concatenate, pick, max_dim ...)
     int32_t dim
 
+ctypedef struct RangeAttr:        # pick_range: every step-th element along dimension dim
+    int32_t dim                   # (the range's start is per node, in idata)
+    int32_t step
+
 ctypedef struct ReduceAttr:       # sum_dim, mean_dim: the dimensions summed over
     int32_t mask                  # bit k: dimension k (k < MAX_DIMS); bit MAX_DIMS: the batch
     float scale                   # the sums are multiplied by it (mean_dim: 1 / n)
@@ -67,6 +71,7 @@ ctypedef struct PoolAttr:         # maxpooling2d
 ctypedef union Attrs:
     ScalarAttr scalar
     AxisAttr axis
+    RangeAttr range
     ReduceAttr reduce
     PermAttr transpose
     MarginAttr hinge

@@ -3,13 +3,15 @@
 # Expression (_expression.pxi) and the shape helpers (_shapes.pxi).
 
 def parameter(*ps, update=True):
-    """Parameters as expressions (one node per parameter per graph)."""
+    """Parameters as expressions. A Parameters already is one (as in DyNet, where
+    parameter(p) returns p): update=True gives p itself, which stands for its node in
+    whatever graph is current; update=False a constant node of the current graph."""
     out = []
     for p in ps:
         if isinstance(p, Parameters):
-            out.append((<Parameters>p).expr(update))
+            out.append(p if update else (<Parameters>p)._expr(False, True))
         elif isinstance(p, LookupParameters):
-            out.append((<LookupParameters>p).expr(update))
+            out.append(p if update else (<LookupParameters>p)._table_expr(False, True))
         else:
             raise TypeError(f"parameter() takes Parameters, got {type(p).__name__}")
     return out[0] if len(out) == 1 else out
@@ -26,13 +28,13 @@ cdef object _as_index(object i, str name):
     if type(i) is int:
         return i
     cdef ComputationGraph g = _here()
-    cdef int version = g.version
+    cdef int version = g.version_id
     cdef int64_t count = g.n_nodes
     try:
         k = operator.index(i)
     except TypeError:
         raise TypeError(f"{name}: index must be an int, got {type(i).__name__}") from None
-    if _here() is not g or g.version != version or g.n_nodes != count:
+    if _here() is not g or g.version_id != version or g.n_nodes != count:
         raise RuntimeError(f"{name}: converting the index {type(i).__name__} to an int changed "
                            f"the computation graph")
     return k
@@ -71,38 +73,47 @@ def lookup_batch(LookupParameters p not None, indices, update=True):
     return _wrap(n)
 
 
-cdef Expression _leaf_from_flat(object flat, Shape shape):
-    cdef int32_t i = _here().add_node(OP_INPUT, 0, NULL, shape)
+# OP_INPUT's idata: may set() replace the values (DyNet's reusable inputs)?
+cdef enum:
+    INPUT_FIXED = 0     # constants, random values, inputTensor(...) (DyNet: not reusable)
+    INPUT_VALUES = 1    # vecInput, inputVector, matInput, inputMatrix,
+                        # inputTensor(..., reusable_expr=True): set(flat list)
+    INPUT_SCALAR = 2    # scalarInput: set(number)
+
+
+cdef Expression _leaf_from_flat(object flat, Shape shape, int settable=INPUT_FIXED):
+    cdef int32_t i = _here().add_node(OP_INPUT, 0, NULL, shape, settable)
     cdef float* dst = _here().leaf_memory(i)
     cdef float[::1] src = flat
     memcpy(dst, &src[0], _here().nodes[i].size * sizeof(float))
     return _wrap(i)
 
 
-cdef Expression _filled_leaf(object dim, int64_t batch_size, str op):
+cdef Expression _filled_leaf(object dim, int64_t batch_size, str op, int settable=INPUT_FIXED):
     """A new input leaf of a user-given shape whose memory the caller fills."""
-    cdef int32_t i = _here().add_node(OP_INPUT, 0, NULL, _shape_from(op, dim, batch_size))
+    cdef int32_t i = _here().add_node(OP_INPUT, 0, NULL, _shape_from(op, dim, batch_size), settable)
     _here().leaf_memory(i)
     return _wrap(i)
 
 
 cdef int _cpu_only(object device, str where) except -1:
     if device not in (None, "", "CPU", "cpu"):
-        raise ValueError(f"{where}: device {device!r}: autobatch runs on the CPU only")
+        raise ValueError(f"{where}: device {device!r}: autobatch runs on the CPU only "
+                         f"(its device is 'CPU')")
     return 0
 
 
-def inputTensor(arr, batched=False, device=""):
+def inputTensor(arr, batched=False, device="", reusable_expr=False):
     """A constant from a numpy array (or nested lists) of 1 to 4 dimensions, kept as
     given (a (3, 1) array stays (3, 1), as in DyNet); with batched=True the last axis
-    is the batch. A list of numpy arrays is a batch: one element per array."""
+    is the batch ((3, 2) -> (3,) x batch 2; (3,) -> (1,) x batch 3). A list of numpy
+    arrays is a batch: one element per array. reusable_expr=True: set() may replace
+    its values later (DyNet's reusable input). device: 'CPU' (or '') only."""
     _cpu_only(device, "inputTensor")
     if isinstance(arr, list) and arr and all(isinstance(v, np.ndarray) for v in arr):
         arr = np.stack(arr, axis=-1)
         batched = True
     a = np.asarray(arr, dtype=np.float32)
-    if not np.all(np.isfinite(a)):
-        raise ValueError("inputTensor: the input holds NaN or infinity")
     shape = a.shape
     bs = 1
     if batched:
@@ -112,27 +123,98 @@ def inputTensor(arr, batched=False, device=""):
         shape = shape[:len(shape) - 1]
     if len(shape) == 0:
         shape = (1,)
+    return _input(a, _shape_from("inputTensor", shape, bs),
+                  INPUT_VALUES if reusable_expr else INPUT_FIXED, "inputTensor")
+
+
+cdef Expression _input(object a, Shape shape, int settable, str where):
+    """An input leaf holding the float32 array a (column-major), checked."""
     if a.size == 0:
-        raise DimensionError(f"inputTensor: empty input of shape {a.shape}")
-    return _leaf_from_flat(np.ascontiguousarray(a.ravel(order="F")),
-                           _shape_from("inputTensor", shape, bs))
+        raise DimensionError(f"{where}: empty input of shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{where}: the input holds NaN or infinity")
+    return _leaf_from_flat(np.ascontiguousarray(a.ravel(order="F")), shape, settable)
 
 
-def inputVector(v):
-    return inputTensor(np.asarray(v, dtype=np.float32).reshape(-1))
+def inputVector(v, device=""):
+    """A vector input from a flat sequence of numbers (set() may replace them)."""
+    _cpu_only(device, "inputVector")
+    a = np.asarray(v, dtype=np.float32)
+    if a.ndim != 1:
+        raise TypeError(f"inputVector takes a flat sequence of numbers, got an array of shape "
+                        f"{a.shape} (inputTensor takes arrays)")
+    return _input(a, _shape_from("inputVector", a.shape, 1), INPUT_VALUES, "inputVector")
 
 
-def scalarInput(float x):
-    return inputTensor(np.array([x], dtype=np.float32))
+def vecInput(dim, device=""):
+    """A vector input of dim zeros, to fill with set() (DyNet's static-graph style)."""
+    _cpu_only(device, "vecInput")
+    return _constant((dim,), 0.0, 1, INPUT_VALUES)
+
+
+def matInput(d1, d2):
+    """A (d1, d2) matrix input of zeros, to fill with set() (values column-major).
+    DyNet 2.2 deprecated it (and raises); it works here as in DyNet 2.0."""
+    return _constant((d1, d2), 0.0, 1, INPUT_VALUES)
+
+
+def scalarInput(float s, device=""):
+    """A (1,) input holding s (set() may replace it)."""
+    _cpu_only(device, "scalarInput")
+    return _input(np.array([s], dtype=np.float32), _shape_from("scalarInput", (1,), 1),
+                  INPUT_SCALAR, "scalarInput")
 
 
 def inputMatrix(v, d):
-    """DyNet's column-major matrix input from a flat list."""
-    return inputTensor(np.asarray(v, dtype=np.float32).reshape(tuple(d), order="F"))
+    """DyNet's column-major matrix input from a flat list (set() may replace it)."""
+    a = np.asarray(v, dtype=np.float32).reshape(tuple(d), order="F")
+    return _input(a, _shape_from("inputMatrix", a.shape, 1), INPUT_VALUES, "inputMatrix")
+
+
+def sparse_inputTensor(idxs, values, shape, batched=False, defval=0, device=""):
+    """An input of `shape` equal to defval except at the coordinates idxs (one integer
+    array per dimension of shape, the batch included when batched=True: the last
+    dimension is then the batch, as in inputTensor), which hold `values`; a repeated
+    coordinate keeps its last value."""
+    _cpu_only(device, "sparse_inputTensor")
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"sparse_inputTensor: shape must be a tuple, got {type(shape).__name__}")
+    shape = tuple(_as_size(v, "sparse_inputTensor") for v in shape)
+    if len(idxs) != len(shape):
+        raise ValueError(f"sparse_inputTensor: {len(idxs)} index arrays for a shape of "
+                         f"{len(shape)} dimensions")
+    vals = np.asarray(values, dtype=np.float32)
+    coords = [np.asarray(i) for i in idxs]
+    for k, c in enumerate(coords):
+        if c.ndim != 1 or c.shape[0] != vals.size or vals.ndim != 1:
+            raise ValueError(f"sparse_inputTensor: index array {k} has shape {c.shape}, the "
+                             f"values {vals.shape}: they must be 1-d of the same length")
+        if c.size and (c.dtype.kind not in "iu" or c.min() < 0 or c.max() >= shape[k]):
+            raise ValueError(f"sparse_inputTensor: index array {k} holds an entry that is not "
+                             f"an integer in [0, {shape[k]})")
+    dense = np.full(shape, defval, dtype=np.float32)
+    if vals.size:
+        flat = np.ravel_multi_index(tuple(coords), shape)
+        _, last = np.unique(flat[::-1], return_index=True)     # a repeat: its last value
+        keep = flat.size - 1 - last
+        dense.reshape(-1)[flat[keep]] = vals[keep]
+    return inputTensor(dense, batched=batched)
+
+
+def to_device(e, device_str):
+    """e on device device_str: autobatch runs on the CPU only, so 'CPU' gives e itself
+    and any other device is an error."""
+    _cpu_only(device_str, "to_device")
+    return _as_expr(e)
 
 
 def constant(dim, float val, batch_size=1):
-    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "constant"), "constant")
+    """An input of shape dim (x batch_size) with every element val."""
+    return _constant(dim, val, batch_size, INPUT_FIXED)
+
+
+cdef Expression _constant(object dim, float val, object batch_size, int settable):
+    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "constant"), "constant", settable)
     cdef float* p = _here().nodes[e.idx].val
     cdef int64_t k
     for k in range(_here().nodes[e.idx].size):

@@ -45,9 +45,10 @@ globals().update(ELEMENTWISE_FUNCTIONS)
 
 
 def dropout(Expression x, float p):
-    """Zero each element with probability p, scale the rest by 1/(1-p)."""
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"dropout: p must be in [0, 1), got {p}")
+    """Zero each element with probability p, scale the rest by 1/(1-p); p = 1 zeroes
+    everything (DyNet computes 0 * 1/0 = NaN there)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
     return _unary(OP_DROPOUT, x, p)
 
 
@@ -130,9 +131,10 @@ def floor(x, gradient_mode):
     return _rounding(OP_FLOOR, x, gradient_mode)
 
 
-def colwise_add(x, bias):
-    """x + bias with the column vector bias added to every column of the matrix x."""
-    cdef Expression ex = _as_expr(x), eb = _as_expr(bias)
+def colwise_add(x, y):
+    """x + y with the column vector y ((m,) or (m, 1)) added to every column of the
+    matrix x (m, n)."""
+    cdef Expression ex = _as_expr(x), eb = _as_expr(y)
     cdef Node* a = _check(ex)
     cdef Node* b = _check(eb)
     if a.nd != 2 or b.nd > 2 or b.d[0] != a.d[0] or b.d[1] != 1:
@@ -142,9 +144,12 @@ def colwise_add(x, bias):
 
 
 def pow(x, y):
-    """Elementwise x ** y; y may be a one-element expression (or a number)."""
+    """Elementwise x ** y; y may be a one-element expression (or a number), and
+    broadcasts as in cmult; x may be a number (2 ** e)."""
     if _is_number(y):
         y = constant((1,), y)
+    if _is_number(x):
+        x = constant((1,), x)
     return _binary(OP_POW, _as_expr(x), _as_expr(y))
 
 
@@ -153,9 +158,9 @@ def average(xs): return _nary_same(OP_AVERAGE, xs, True)
 def logsumexp(xs): return _nary_same(OP_LOGSUMEXP, xs, False)
 
 
-def affine_transform(xs):
-    """xs = [b, W1, x1, W2, x2, ...]: b + W1 x1 + W2 x2 + ..."""
-    xs = list(xs)
+def affine_transform(exprs):
+    """exprs = [b, W1, x1, W2, x2, ...]: b + W1 x1 + W2 x2 + ..."""
+    xs = list(exprs)
     if len(xs) % 2 != 1:
         raise ValueError("affine_transform: expects [b, W1, x1, W2, x2, ...] (an odd number)")
     if len(xs) == 1:

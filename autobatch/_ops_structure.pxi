@@ -87,8 +87,9 @@ def pickneglogsoftmax(Expression x, v):
     return _wrap(_here().add_node(OP_PICKNLS, 1, &x.idx, _matrix_shape("pickneglogsoftmax", 1, 1, bs), at))
 
 
-def pickneglogsoftmax_batch(Expression x, v):
-    return pickneglogsoftmax(x, list(v))
+def pickneglogsoftmax_batch(Expression x, vs):
+    """pickneglogsoftmax with one index per batch element (vs)."""
+    return pickneglogsoftmax(x, list(vs))
 
 
 def hinge(Expression x, v, float m=1.0):
@@ -105,8 +106,9 @@ def hinge(Expression x, v, float m=1.0):
     return _wrap(_here().add_node(OP_HINGE, 1, &x.idx, _matrix_shape("hinge", 1, 1, bs), at, &attr))
 
 
-def hinge_batch(Expression x, v, float m=1.0):
-    return hinge(x, list(v), m)
+def hinge_batch(Expression x, vs, float m=1.0):
+    """hinge with one index per batch element (vs)."""
+    return hinge(x, list(vs), m)
 
 
 def pick(Expression e, index=0, dim=0, *, d=None):
@@ -131,24 +133,33 @@ def pick_batch(Expression e, indices, dim=0, *, d=None):
 
 def pick_range(Expression x, s, e, d=0):
     """Elements [s, e) along dimension d, which keeps its place with size e - s."""
+    return _pick_range(x, s, e, d, 1)
+
+
+cdef Expression _pick_range(Expression x, object s, object e, object d, int step):
+    """Every step-th element of [s, e) along dimension d (x[s:e:step] along d)."""
     s, e = _as_index(s, "pick_range"), _as_index(e, "pick_range")
     cdef Node* n = _check(x)
     cdef int k = _dim_index("pick_range", n, d)
     if not 0 <= s < e <= n.d[k]:
         raise IndexError(f"pick_range: range [{s}, {e}) is not inside [0, {n.d[k]}) "
                          f"(dimension {k} of {_dimstr(n)})")
-    cdef Attrs attr = _axis_attr(k)
+    cdef Attrs attr
+    memset(&attr, 0, sizeof(Attrs))
+    attr.range.dim = k
+    attr.range.step = step
     cdef int64_t dims[4]
     cdef int a
     for a in range(MAX_DIMS):
-        dims[a] = e - s if a == k else n.d[a]
+        dims[a] = (e - s + step - 1) // step if a == k else n.d[a]
     return _wrap(_here().add_node(OP_PICK_RANGE, 1, &x.idx, _checked_shape("pick_range", n.nd, dims, n.bs),
                               s, &attr))
 
 
-def pick_batch_elems(Expression x, indices):
+def pick_batch_elems(Expression x, vs):
+    """The batch elements of the list vs (repeats allowed) as a batch of len(vs)."""
     cdef Node* n = _check(x)
-    idx = [_as_index(i, "pick_batch_elems") for i in indices]
+    idx = [_as_index(i, "pick_batch_elems") for i in vs]
     if not idx:
         raise ValueError("pick_batch_elems: needs at least one index")
     for i in idx:
@@ -159,8 +170,9 @@ def pick_batch_elems(Expression x, indices):
     return _wrap(_here().add_node(OP_PICK_BATCH_ELEMS, 1, &x.idx, _like(n, len(idx)), at))
 
 
-def pick_batch_elem(Expression x, int i):
-    return pick_batch_elems(x, [i])
+def pick_batch_elem(Expression x, v):
+    """Batch element v, as an expression of batch size 1."""
+    return pick_batch_elems(x, [v])
 
 
 def transpose(Expression x, dims=[1, 0]):

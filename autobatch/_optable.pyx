@@ -124,7 +124,7 @@ defop(OP_LSTM_CELL, b"lstm_cell", -1, lstm_cell_fwd, lstm_cell_bwd)
 defop(OP_LSTM_HIDDEN, b"lstm_hidden", 2, lstm_hidden_fwd, lstm_hidden_bwd)
 
 defop(OP_PICK, b"pick", 1, pick_fwd, pick_bwd, b"dim: int")
-defop(OP_PICK_RANGE, b"pick_range", 1, pick_range_fwd, pick_range_bwd, b"dim: int")
+defop(OP_PICK_RANGE, b"pick_range", 1, pick_range_fwd, pick_range_bwd, b"dim: int, step: int")
 defop(OP_PICK_BATCH_ELEMS, b"pick_batch_elems", 1, pick_batch_fwd, pick_batch_bwd)
 defop(OP_TRANSPOSE, b"transpose", 1, transpose_fwd, transpose_bwd, b"perm: int[4]")
 defunary(OP_RESHAPE, b"reshape", b"", b"identity")

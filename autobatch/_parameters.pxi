@@ -18,10 +18,10 @@ cdef float* _float_ptr(object arr):
 
 
 cdef int32_t _alias_leaf(object owner, int op, Shape shape, float* val, float* grad,
-                         int32_t idata) except -1:
+                         int32_t idata, bint headroom=True) except -1:
     """A leaf that reads parameter memory in place and, given grad, trains it."""
     cdef ComputationGraph g = _here()
-    cdef int32_t i = g.add_node(op, 0, NULL, shape, idata)
+    cdef int32_t i = g.add_node(op, 0, NULL, shape, idata, NULL, headroom)
     cdef Node* n = &g.nodes[i]
     n.val = val
     n.flags |= F_ALIAS
@@ -31,6 +31,33 @@ cdef int32_t _alias_leaf(object owner, int op, Shape shape, float* val, float* g
     if not g.keepalive or g.keepalive[len(g.keepalive) - 1] is not owner:
         g.keepalive.append(owner)     # the graph points into its memory
     return i
+
+
+# A Parameters (or LookupParameters) is an Expression whose node is made in each graph
+# that uses it: _check_in calls _refresh when its node is not a live node of the graph
+# (another graph's, or dropped by cg_revert: g.owns checks the node's birth version, so
+# a cached index never points at a dropped or reused slot).
+
+cdef int _refresh(ComputationGraph g, Expression e) except -1:
+    """Point a Parameters or LookupParameters at its node of g (created on first use in
+    g, without headroom: see ComputationGraph.add_node); any other Expression of another
+    graph is stale."""
+    cdef Expression node
+    if isinstance(e, Parameters):
+        node = (<Parameters>e)._expr(True, False)
+    elif isinstance(e, LookupParameters):
+        node = (<LookupParameters>e)._table_expr(True, False)
+    else:
+        raise StaleExpressionError(
+            "stale Expression: it was created before the computation graph was renewed, "
+            "dropped by cg_revert(), or made by another thread (each thread builds its own graph)")
+    e.idx = node.idx
+    e.version = node.version
+    return 0
+
+
+cdef inline bint _is_param(object e):
+    return isinstance(e, Parameters) or isinstance(e, LookupParameters)
 
 
 cdef tuple _param_shape(object shape, str where, int max_dims):
@@ -43,9 +70,13 @@ cdef tuple _param_shape(object shape, str where, int max_dims):
     return tuple(int(v) for v in shape)
 
 
-cdef class Parameters:
+cdef class Parameters(Expression):
     """A trainable tensor of 1 to 4 dimensions. Values and gradient are fixed numpy
-    arrays (updated in place), stored column-major as DyNet does."""
+    arrays (updated in place), stored column-major as DyNet does.
+
+    As in DyNet, a Parameters is an Expression: used as one (`W * x`, `dy.tanh(b)`,
+    `p.value()`, `p[0]`), it stands for its node in the calling thread's current graph
+    (one per graph, created on first use, trained by backward)."""
     cdef readonly object _flat            # 1-D float32 storage (column-major)
     cdef readonly object _grad_flat
     cdef float* vptr
@@ -57,6 +88,9 @@ cdef class Parameters:
     cdef public object _name
     cdef public bint _updated
     cdef public object _owner
+
+    def __cinit__(self, *args, **kwargs):
+        self.version = -1                 # no graph's: its node is made on first use
 
     def __init__(self, shape, name="", owner=None):
         self._shape = _param_shape(shape, "parameter", MAX_DIMS)
@@ -93,11 +127,14 @@ cdef class Parameters:
     def grad(self):
         return self._view(self._grad_flat)
 
-    def set_value(self, value):
-        arr = np.asarray(value, dtype=np.float32)
-        if arr.shape != self._shape and arr.size != self._flat.size:
-            raise ValueError(f"set_value: shape {arr.shape} does not match parameter shape {self._shape}")
-        self._view(self._flat)[...] = arr.reshape(self._shape)
+    def set_value(self, arr):
+        """Copy arr (a numpy array or nested lists of exactly the parameter's shape,
+        as DyNet requires: a transposed or flat array is an error) into the values."""
+        arr = np.asarray(arr, dtype=np.float32)
+        if arr.shape != self._shape:
+            raise ValueError(f"Shape of values and parameter don't match in Parameters.set_value: "
+                             f"{arr.shape} != {self._shape}")
+        self._view(self._flat)[...] = arr
 
     def zero(self):
         self._flat[:] = 0
@@ -125,29 +162,24 @@ cdef class Parameters:
         self._updated = bool(b)
 
     def expr(self, update=True):
-        """The parameter as an Expression of the current graph (one node per graph)."""
-        return self._expr(update)
+        """The parameter as an Expression of the current graph (one node per graph;
+        update=False: a constant, its gradient is not kept)."""
+        return self._expr(update, True)
 
-    cdef Expression _expr(self, bint update):
+    cdef Expression _expr(self, bint update, bint headroom):
         cdef int k = 0 if (update and self._updated) else 1
         cdef ComputationGraph g = _here()
-        if self.cached_version[k] == g.version:
-            return _wrap(self.cached_idx[k])
+        if g.owns(self.cached_version[k], self.cached_idx[k]):   # not renewed, not reverted
+            return _wrap_in(g, self.cached_idx[k])
         cdef int32_t i = _alias_leaf(self, OP_PARAM, self.dims, self.vptr,
-                                     self.gptr if k == 0 else NULL, 0)
+                                     self.gptr if k == 0 else NULL, 0, headroom)
         self.cached_idx[k] = i
-        self.cached_version[k] = g.version
-        return _wrap(i)
+        self.cached_version[k] = g.version_id
+        return _wrap_in(g, i)
 
-    def __add__(self, other): return _add(self, other)
-    def __radd__(self, other): return _add(other, self)
-    def __sub__(self, other): return _sub(self, other)
-    def __rsub__(self, other): return _sub(other, self)
-    def __mul__(self, other): return _mul(self, other)
-    def __rmul__(self, other): return _mul(other, self)
-    def __truediv__(self, other): return _div(self, other)
-    def __rtruediv__(self, other): return _div(other, self)
-    def __neg__(self): return _unary(OP_NEG, self.expr(), 0.0)
+    def __reduce__(self):
+        raise TypeError("Parameters cannot be pickled: save them with dy.save or "
+                        "ParameterCollection.save (or pickle as_array())")
 
     # partial save/load, as DyNet (autobatch.model_files)
     def save(self, fname, key="", append=False, format=None):
@@ -176,10 +208,14 @@ cdef class Parameters:
         return f"<Parameters {self._name or ''} {self.shape()}>"
 
 
-cdef class LookupParameters:
+cdef class LookupParameters(Expression):
     """A table of trainable rows; `lp[i]` looks row i up. A row has 1 to 4 dimensions
     (a table of shape (n, d) has vector rows, (n, r, c) matrix rows ...). Rows that were
-    looked up are remembered so that trainers can update only those (sparse updates)."""
+    looked up are remembered so that trainers can update only those (sparse updates).
+
+    As in DyNet, a LookupParameters is an Expression too: used as one (`dy.tanh(lp)`,
+    `lp.npvalue()`), it stands for the whole table as one node of shape row shape +
+    (rows,) in the current graph (every row then gets a gradient)."""
     cdef readonly object _flat            # rows one after another, each column-major
     cdef readonly object _grad_flat
     cdef float* vptr
@@ -193,8 +229,11 @@ cdef class LookupParameters:
     cdef public object _name
     cdef public bint _updated
     cdef public object _owner
-    cdef int32_t cached_idx
-    cdef int32_t cached_version
+    cdef int32_t cached_idx[2]
+    cdef int32_t cached_version[2]
+
+    def __cinit__(self, *args, **kwargs):
+        self.version = -1                 # no graph's: its node is made on first use
 
     def __init__(self, shape, name="", owner=None):
         shape = _param_shape(shape, "lookup parameters", MAX_DIMS + 1)
@@ -215,7 +254,7 @@ cdef class LookupParameters:
         self._name = name
         self._updated = True
         self._owner = owner
-        self.cached_version = -1
+        self.cached_version[0] = self.cached_version[1] = -1
 
     def shape(self):
         return (self.n_rows,) + self.row_shape
@@ -285,19 +324,34 @@ cdef class LookupParameters:
         return 0
 
     def __getitem__(self, i):
+        """Row i (lookup(self, i))."""
         return lookup(self, i)
 
-    def batch(self, ids):
-        return lookup_batch(self, ids)
+    def batch(self, i):
+        """The rows of the list i as one batch (lookup_batch(self, i))."""
+        return lookup_batch(self, i)
 
     def expr(self, update=True):
-        """The whole table as one expression of shape row shape + (rows,), as in DyNet."""
-        cdef bint trained = update and self._updated
+        """The whole table as one expression of shape row shape + (rows,), as in DyNet
+        (one node per graph; update=False: a constant)."""
+        return self._table_expr(update, True)
+
+    cdef Expression _table_expr(self, bint update, bint headroom):
+        cdef int k = 0 if (update and self._updated) else 1
+        cdef ComputationGraph g = _here()
+        if g.owns(self.cached_version[k], self.cached_idx[k]):   # not renewed, not reverted
+            return _wrap_in(g, self.cached_idx[k])
         cdef int32_t i = _alias_leaf(self, OP_PARAM, _shape_from("parameter", self.row_shape + (self.n_rows,), 1),
-                                     self.vptr, self.gptr if trained else NULL, 0)
-        if trained:
+                                     self.vptr, self.gptr if k == 0 else NULL, 0, headroom)
+        if k == 0:
             self._used_mask[:] = 1
-        return _wrap(i)
+        self.cached_idx[k] = i
+        self.cached_version[k] = g.version_id
+        return _wrap_in(g, i)
+
+    def __reduce__(self):
+        raise TypeError("LookupParameters cannot be pickled: save them with dy.save or "
+                        "ParameterCollection.save (or pickle as_array())")
 
     # partial save/load, as DyNet (autobatch.model_files)
     def save(self, fname, key="", append=False, format=None):

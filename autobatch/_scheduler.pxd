@@ -50,6 +50,8 @@ ctypedef struct Sched:
     int64_t cap_fd
 
 cdef int64_t sched_collect(Sched* s, const NodeView* v, int32_t target, bint all_ancestors) except -1
+cdef int64_t sched_collect_many(Sched* s, const NodeView* v, const int32_t* targets,
+                                int64_t n_targets, bint all_ancestors) except -1
 cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t count,
                        bint heights, bint feeders) except -1
 cdef void sched_push_initial(Sched* s, const NodeView* v, int64_t count) noexcept nogil

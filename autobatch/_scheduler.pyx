@@ -38,16 +38,29 @@ cdef int64_t sched_collect(Sched* s, const NodeView* v, int32_t target, bint all
     computed yet, or all of them; in id (= topological) order unless all_ancestors.
     Cost is the size of that part only, so a parser calling value() at every step
     stays linear."""
+    return sched_collect_many(s, v, &target, 1, all_ancestors)
+
+
+cdef int64_t sched_collect_many(Sched* s, const NodeView* v, const int32_t* targets,
+                                int64_t n_targets, bint all_ancestors) except -1:
+    """sched_collect for the ancestors of several targets at once (dy.forward of a
+    list: one forward, so their nodes batch together)."""
     ensure_nodes(s, v.n)
     s.needed = <int32_t*>grow(s.needed, &s.cap_needed, v.n, sizeof(int32_t))
     s.stamp += 1
     cdef int32_t st = s.stamp
     cdef int64_t head = 0, count = 0
     cdef int a
-    cdef int32_t x, y
-    s.mark[target] = st
-    s.needed[count] = target
-    count += 1
+    cdef int32_t x, y, target = targets[0]
+    for head in range(n_targets):
+        x = targets[head]
+        if x > target:
+            target = x                      # the last id that can be needed
+        if s.mark[x] != st and (all_ancestors or not (v.nodes[x].flags & F_DONE)):
+            s.mark[x] = st
+            s.needed[count] = x
+            count += 1
+    head = 0
     while head < count:                     # breadth-first, `needed` is the queue
         x = s.needed[head]
         head += 1

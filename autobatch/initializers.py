@@ -85,13 +85,14 @@ class ConstInitializer(PyInitializer):
 
 
 class IdentityInitializer(PyInitializer):
-    """The identity matrix (square matrices only, as in DyNet)."""
+    """The identity matrix (square matrices only, as in DyNet; a square lookup table
+    (n, n) gets row i = e_i)."""
 
     def __init__(self):
         pass
 
     def __call__(self, shape, rng, lookup=False):
-        if lookup or len(shape) != 2 or shape[0] != shape[1]:
+        if len(shape) != 2 or shape[0] != shape[1]:
             raise ValueError(f"IdentityInitializer needs a square matrix, got shape {tuple(shape)}")
         return np.eye(shape[0])
 

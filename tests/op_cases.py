@@ -669,6 +669,22 @@ def _slice_case(c):
 variant("pick_range", "slice_operator")(_slice_case)
 
 
+def _strided_variant(name, shape, bs, index):
+    """x[index] with steps (a strided pick_range per sliced dimension)."""
+    def fn(c):
+        x = c.arg(shape, bs=bs)
+        return (lambda: x.expr()[index]), (lambda: from_full(x.value()[index], len(shape)))
+    variant("pick_range", name)(fn)
+
+
+_strided_variant("step2_vec", (5,), 1, np.s_[::2])
+_strided_variant("step3_from1_batched", (7,), 2, np.s_[1::3])
+_strided_variant("step2_d1_mat", (2, 5), 1, np.s_[:, 0:5:2])
+_strided_variant("steps_3d_batched", (4, 3, 2), 2, np.s_[1::2, ::2])
+_strided_variant("step2_d3_4d", (2, 1, 2, 5), 1, np.s_[:, :, :, 1::2])
+_strided_variant("negative_bounds_mat", (4, 3), 1, np.s_[-3:-1, -2:])
+
+
 def _pbe_variant(name, shape, bs, idx):
     def fn(c):
         x = c.arg(shape, bs=bs)

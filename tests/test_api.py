@@ -36,13 +36,16 @@ def test_values_and_shapes():
 def test_gradient_of_intermediate_nodes(pc):
     p = pc.add_parameters(3, init=dy.NumpyInitializer([0.1, -0.2, 0.3]))
     dy.renew_cg()
+    x = dy.inputVector([1, 2, 3])
     h = dy.tanh(p.expr())
     loss = dy.sum_elems(h * 2.0)
-    x = dy.inputVector([1, 2, 3])
+    late = dy.inputVector([1, 2, 3])
     loss.backward()
     np.testing.assert_allclose(h.gradient(), [2, 2, 2])
     np.testing.assert_allclose(p.grad_as_array(), 2 * (1 - np.tanh([0.1, -0.2, 0.3]) ** 2), rtol=1e-6)
     np.testing.assert_array_equal(x.gradient(), [0, 0, 0])      # inputs get no gradient
+    with pytest.raises(RuntimeError, match="backward"):            # as in DyNet
+        late.gradient()                                             # (created after the loss)
 
 
 @pytest.mark.parametrize("strategy", ["none", "agenda"])
@@ -76,8 +79,9 @@ def test_indexing_and_slicing():
     assert x[1:3].value() == [11, 12] and x[:2].value() == [10, 11] and x[2:].value() == [12, 13]
     assert m[1].value() == [3, 4]                       # a row: element 1 along d=0
     assert dy.pick(m, 1, 1).value() == [2, 4, 6]        # a column
+    assert x[::2].value() == [10, 12] and x[-1].value() == 13     # as in DyNet
     with pytest.raises(ValueError):
-        x[::2]
+        x[::-1]                                         # DyNet: the step must be > 0
 
 
 def test_lookup(pc):

@@ -261,8 +261,8 @@ def test_backward_from_a_node_whose_batch_holds_non_ancestors(strategy):
     for _ in range(3):
         dy.renew_cg(strategy=strategy)
         t = dy.tanh(q.expr())
+        a2 = p + t                      # before a1: gradient() is of nodes up to a1
         a1 = p + dy.exp(vec(0.5))
-        a2 = p + t
         (a1 + a2).value()
         assert {a1.vindex, a2.vindex} <= set(batch_of(a1))
         p.grad[...] = 0
