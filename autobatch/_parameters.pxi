@@ -161,9 +161,12 @@ cdef class Parameters(Expression):
     def set_updated(self, b):
         self._updated = bool(b)
 
-    def expr(self, update=True):
-        """The parameter as an Expression of the current graph (one node per graph;
-        update=False: a constant, its gradient is not kept)."""
+    def expr(self, update=False):
+        """The parameter as an Expression of the current graph (one node per graph).
+
+        As in DyNet, the default (update=False) is a constant, like const_parameter(p):
+        no gradient reaches p. Use the Parameters itself (or expr(update=True)) in an
+        expression to train it."""
         return self._expr(update, True)
 
     cdef Expression _expr(self, bint update, bint headroom):

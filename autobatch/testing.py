@@ -272,7 +272,7 @@ _BINARY_EXPR = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b, "cmul
 
 _APPLY = {
     "input": lambda step, get, ps: dy.inputVector(step[2]),
-    "param": lambda step, get, ps: ps[step[1]].expr(),
+    "param": lambda step, get, ps: ps[step[1]].expr(True),
     "unary": lambda step, get, ps: _unary_expr(step[1], step[2], get(step[3])),
     "binary": lambda step, get, ps: _BINARY_EXPR[step[1]](get(step[2]), get(step[3])),
     "matmul": lambda step, get, ps: ps[step[1]] * get(step[2]),

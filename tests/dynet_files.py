@@ -81,7 +81,7 @@ def make_ours(directory):
     pc = dy.ParameterCollection(seed=11)
     p = build(pc)
     dy.renew_cg()
-    dy.sum_elems(dy.transpose(p["W"].expr()) * dy.inputVector([1.0, 2.0])).backward()
+    dy.sum_elems(dy.transpose(p["W"].expr(True)) * dy.inputVector([1.0, 2.0])).backward()
     pc.save(os.path.join(directory, "ours.model"), format="dynet")
     p["V"].save(os.path.join(directory, "ours_v.model"), format="dynet")
     bs = builders(pc)

@@ -54,7 +54,7 @@ class Arg:
         if self.shared and self._cached is not None and not self._cached.is_stale():
             return self._cached       # one node per graph, as for a Parameters
         if self.bs == 1:
-            e = self.param.expr()
+            e = self.param.expr(update=True)
         else:
             e = dy.lookup_batch(self.param, list(range(self.bs)))
             if self.shape != (self.size,):

@@ -37,7 +37,7 @@ def test_gradient_of_intermediate_nodes(pc):
     p = pc.add_parameters(3, init=dy.NumpyInitializer([0.1, -0.2, 0.3]))
     dy.renew_cg()
     x = dy.inputVector([1, 2, 3])
-    h = dy.tanh(p.expr())
+    h = dy.tanh(p.expr(True))
     loss = dy.sum_elems(h * 2.0)
     late = dy.inputVector([1, 2, 3])
     loss.backward()
@@ -107,7 +107,7 @@ def test_parameters_views(pc):
     W = pc.add_parameters((2, 3))
     W.values[1, 2] = 5.0
     dy.renew_cg()
-    assert W.expr().npvalue()[1, 2] == 5.0
+    assert W.expr(True).npvalue()[1, 2] == 5.0
     assert W.as_array()[1, 2] == 5.0 and W.shape() == (2, 3)
     dy.sum_elems(W * dy.inputVector([1, 2, 3])).backward()
     np.testing.assert_array_equal(W.grad, [[1, 2, 3], [1, 2, 3]])

@@ -287,7 +287,7 @@ def test_every_unary_function_takes_parameters(name):
     f = getattr(dy, name)
     dy.renew_cg()
     ours = f(p)
-    ref = f(p.expr())
+    ref = f(p.expr(True))
     np.testing.assert_array_equal(ours.npvalue(), ref.npvalue())
     dy.sum_elems(ours).backward()
     g = p.grad_as_array()
@@ -396,3 +396,14 @@ def test_dynet_static_graph_xor_trains_as_in_dynet():
     for key in ref.files:
         np.testing.assert_allclose(ours[key], ref[key], rtol=1e-5, atol=1e-6, err_msg=key)
     assert ref["losses"][-1] < ref["losses"][0]            # it learns
+
+
+def test_parameters_expr_is_a_constant_by_default_as_in_dynet():
+    """dynet38: Parameters.expr() is expr(update=False), i.e. const_parameter(p): no
+    gradient reaches p; expr(update=True) and p itself train p."""
+    for use, grad in ((lambda p: p.expr(), 0.0), (lambda p: p.expr(update=True), 2.0),
+                      (lambda p: p, 2.0)):
+        p = dy.ParameterCollection().add_parameters((2,), init=1.0)
+        dy.renew_cg()
+        dy.squared_norm(use(p)).backward()
+        np.testing.assert_array_equal(p.grad_as_array(), [grad, grad])

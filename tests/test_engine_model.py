@@ -50,7 +50,7 @@ def test_reshape_regroups_the_batch():
     p = pc.add_parameters((3, 2))
     p.set_value(np.arange(6, dtype=np.float32).reshape(3, 2))
     dy.renew_cg()
-    x = dy.reshape(p.expr(), (3,), batch_size=2)
+    x = dy.reshape(p.expr(True), (3,), batch_size=2)
     assert x.dim() == ((3,), 2)
     # column-major: batch element k is column k of the matrix
     np.testing.assert_array_equal(x.npvalue(), p.as_array())

@@ -131,7 +131,7 @@ def test_power_operator():
     pc = dy.ParameterCollection(seed=0)
     p = pc.add_parameters((2, 3), init=2.0)
     dy.renew_cg()
-    np.testing.assert_allclose((p.expr() ** 2).npvalue(), np.full((2, 3), 4.0))
+    np.testing.assert_allclose((p.expr(True) ** 2).npvalue(), np.full((2, 3), 4.0))
 
 
 # ------------------------------------------------------------ reductions ----
@@ -142,7 +142,7 @@ def test_extreme_dim_ties_send_the_gradient_to_the_first(f):
     p = pc.add_parameters((2, 3))
     p.set_value(np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]) * (1 if f is dy.max_dim else -1))
     dy.renew_cg()
-    y = f(p.expr(), 1)
+    y = f(p.expr(True), 1)
     dy.sum_elems(dy.cmult(y, dy.inputTensor([1.0, 2.0]))).backward()
     np.testing.assert_array_equal(p.grad_as_array(), [[0, 1, 0], [2, 0, 0]])
 

@@ -72,20 +72,20 @@ def test_dropout_gradient_uses_forward_mask():
     pc = dy.ParameterCollection(seed=0)
     x = pc.add_parameters((30,), init=1.0)
     dy.renew_cg()
-    y = dy.dropout(x.expr(), 0.5)
+    y = dy.dropout(x.expr(True), 0.5)
     mask = np.asarray(y.npvalue())
     dy.sum_elems(y).backward()
     np.testing.assert_allclose(x.grad_as_array(), mask, rtol=1e-6)
-    check_grad(lambda: dy.dropout(x.expr(), 0.5), [x])
+    check_grad(lambda: dy.dropout(x.expr(True), 0.5), [x])
 
 
 def test_noise_values_and_gradient():
     pc = dy.ParameterCollection(seed=0)
     x = pc.add_parameters((400,), init=0.0)
     dy.renew_cg()
-    y = np.asarray(dy.noise(x.expr(), 0.5).npvalue())
+    y = np.asarray(dy.noise(x.expr(True), 0.5).npvalue())
     assert abs(y.mean()) < 0.1 and abs(y.std() - 0.5) < 0.1
-    check_grad(lambda: dy.noise(x.expr(), 0.1), [x])
+    check_grad(lambda: dy.noise(x.expr(True), 0.1), [x])
 
 
 def test_lookup_rows_and_gradient():

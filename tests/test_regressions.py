@@ -66,7 +66,7 @@ def test_scale_gradient_factor_applies_per_node():
     pc = dy.ParameterCollection(seed=0)
     p, q = pc.add_parameters(3), pc.add_parameters(3)
     dy.renew_cg(strategy="agenda")
-    loss = dy.sum_elems(dy.scale_gradient(p.expr(), 2.0)) + dy.sum_elems(dy.scale_gradient(q.expr(), 0.5))
+    loss = dy.sum_elems(dy.scale_gradient(p.expr(True), 2.0)) + dy.sum_elems(dy.scale_gradient(q.expr(True), 0.5))
     loss.backward()
     np.testing.assert_allclose(p.grad_as_array(), 2.0)
     np.testing.assert_allclose(q.grad_as_array(), 0.5)
@@ -260,7 +260,7 @@ def test_backward_from_a_node_whose_batch_holds_non_ancestors(strategy):
     p, q = pc.add_parameters(1), pc.add_parameters(1)
     for _ in range(3):
         dy.renew_cg(strategy=strategy)
-        t = dy.tanh(q.expr())
+        t = dy.tanh(q.expr(True))
         a2 = p + t                      # before a1: gradient() is of nodes up to a1
         a1 = p + dy.exp(vec(0.5))
         (a1 + a2).value()
