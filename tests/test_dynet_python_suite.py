@@ -106,7 +106,6 @@ def test_lookup_shape(pm):
     assert tuple(lp.shape()[:3]) == shape
 
 
-@pending("saveload", "LookupParameters.row_as_array and friends")
 def test_as_array(pm):
     _, (p1, _), (lp1, _), _ = pm
     assert np.allclose(p1.as_array(), 1) and np.allclose(lp1.as_array(), 1)
@@ -323,7 +322,6 @@ def test_io_entire_model_with_gradient(tmp_path):
     assert np.allclose(W2.grad_as_array(), g2)
 
 
-@pending("saveload", "LookupParameters.save/populate")
 def test_io_partial(tmp_path):
     f = str(tmp_path / "tmp.model")
     m, m2 = dy.ParameterCollection(), dy.ParameterCollection()
