@@ -184,13 +184,15 @@ def run_one(prog_dir, name, python, autobatch, seed):
         shutil.rmtree(work, ignore_errors=True)
     last_err = [l for l in (err or out).strip().splitlines() if l.strip()][-1:] if rc != 0 else []
     ls = losses(out + "\n" + err)
-    return {"rc": rc, "seconds": round(seconds, 2), "first": ls[0] if ls else None,
+    return {"rc": rc, "seconds": round(seconds, 2), "reports": len(ls),
+            "first": ls[0] if ls else None,
             "last": ls[-1] if ls else None, "error": last_err[0][:160] if last_err else ""}
 
 
 def fmt(r):
     if r["rc"] == "timeout" and r["first"] is not None:
-        return "stopped at the %d s limit, %.4g -> %.4g" % (r["seconds"], r["first"], r["last"])
+        return "stopped at the %d s limit after %d loss reports, %.4g -> %.4g" % (
+            r["seconds"], r["reports"], r["first"], r["last"])
     if r["rc"] != 0:
         return "fails (%s)" % (r["error"] or r["rc"])
     loss = "" if r["first"] is None else " %.4g -> %.4g" % (r["first"], r["last"])
