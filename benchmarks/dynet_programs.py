@@ -155,7 +155,45 @@ def losses(text):
     return [float(x) for x in (LABELLED.findall(text) or BARE.findall(text))]
 
 
-def run_one(prog_dir, name, python, autobatch, seed):
+# --same-init: both libraries start from the same numbers. A sitecustomize module (run
+# before the program) seeds Python's random and replaces ParameterCollection/Model by a
+# subclass whose add_parameters/add_lookup_parameters without an init set values drawn
+# from a numpy generator. Parameters that builders create inside DyNet's C++ are not
+# reached, nor are dropout and noise: only programs without them can match exactly.
+SAME_INIT = """
+import random
+import numpy as np
+random.seed(0)
+import {module} as _dy
+_base = _dy.ParameterCollection
+_rng = np.random.RandomState(0)
+
+
+def _values(shape):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    s = np.sqrt(3.0 * len(shape) / sum(shape))
+    return _rng.uniform(-s, s, size=shape).astype(np.float32)
+
+
+class _SameInit(_base):
+    def add_parameters(self, dim, *args, **kw):
+        p = _base.add_parameters(self, dim, *args, **kw)
+        if not args and kw.get("init") is None:
+            p.set_value(_values(dim))
+        return p
+
+    def add_lookup_parameters(self, dim, *args, **kw):
+        p = _base.add_lookup_parameters(self, dim, *args, **kw)
+        if not args and kw.get("init") is None:
+            p.init_from_array(_values(dim))
+        return p
+
+
+_dy.ParameterCollection = _dy.Model = _SameInit
+"""
+
+
+def run_one(prog_dir, name, python, autobatch, seed, same_init=False):
     fname, args, data, timeout = PROGRAMS[name]
     work = tempfile.mkdtemp(prefix="dyprog-")
     try:
@@ -170,8 +208,13 @@ def run_one(prog_dir, name, python, autobatch, seed):
         with open(os.path.join(work, fname), "w") as f:
             f.write(to_autobatch(source) if autobatch else source)
         env = dict(os.environ, PYTHONHASHSEED="0")
-        if autobatch:
-            env["PYTHONPATH"] = REPO
+        path = [REPO] if autobatch else []
+        if same_init:
+            with open(os.path.join(work, "sitecustomize.py"), "w") as f:
+                f.write(SAME_INIT.format(module="autobatch" if autobatch else "dynet"))
+            path.append(work)
+        if path:
+            env["PYTHONPATH"] = os.pathsep.join(path)
         t0 = time.time()
         try:
             p = subprocess.run([python, fname] + args, cwd=work, env=env, timeout=timeout,
@@ -184,9 +227,19 @@ def run_one(prog_dir, name, python, autobatch, seed):
         shutil.rmtree(work, ignore_errors=True)
     last_err = [l for l in (err or out).strip().splitlines() if l.strip()][-1:] if rc != 0 else []
     ls = losses(out + "\n" + err)
-    return {"rc": rc, "seconds": round(seconds, 2), "reports": len(ls),
+    return {"rc": rc, "seconds": round(seconds, 2), "reports": len(ls), "losses": ls,
             "first": ls[0] if ls else None,
             "last": ls[-1] if ls else None, "error": last_err[0][:160] if last_err else ""}
+
+
+def agreement(dy, ab):
+    """The largest relative difference of the losses both runs printed (their common
+    prefix: time-limited programs stop after different numbers of epochs)."""
+    n = min(len(dy["losses"]), len(ab["losses"]))
+    if n == 0:
+        return ""
+    worst = max(abs(a - b) / max(abs(a), 1e-3) for a, b in zip(dy["losses"], ab["losses"]))
+    return "%d losses, max rel. diff %.1e" % (n, worst)
 
 
 def fmt(r):
@@ -208,20 +261,24 @@ def main():
     ap.add_argument("--only", nargs="*", help="run only these programs")
     ap.add_argument("--seed", type=int, default=1, help="seed of the synthetic data")
     ap.add_argument("--json", help="write the results here too")
+    ap.add_argument("--same-init", action="store_true",
+                    help="start both libraries from the same parameter values (see SAME_INIT)")
     a = ap.parse_args()
     names = [n for n in PROGRAMS if os.path.exists(os.path.join(a.dir, PROGRAMS[n][0]))]
     if a.only:
         names = [n for n in names if n in a.only]
     rows = {}
-    print("| program | DyNet | autobatch | time ratio |")
-    print("|---|---|---|---|")
+    extra = (" same losses? |", "---|") if a.same_init else ("", "")
+    print("| program | DyNet | autobatch | time ratio |" + extra[0])
+    print("|---|---|---|---|" + extra[1])
     for name in names:
-        dy = run_one(a.dir, name, a.dynet, False, a.seed) if a.dynet else None
-        ab = run_one(a.dir, name, a.python, True, a.seed)
+        dy = run_one(a.dir, name, a.dynet, False, a.seed, a.same_init) if a.dynet else None
+        ab = run_one(a.dir, name, a.python, True, a.seed, a.same_init)
         ratio = ("%.2f" % (dy["seconds"] / ab["seconds"])
                  if dy and dy["rc"] == 0 and ab["rc"] == 0 else "")
         rows[name] = {"dynet": dy, "autobatch": ab}
-        print("| %s | %s | %s | %s |" % (name, fmt(dy) if dy else "", fmt(ab), ratio),
+        same = " %s |" % agreement(dy, ab) if a.same_init and dy else ""
+        print("| %s | %s | %s | %s |%s" % (name, fmt(dy) if dy else "", fmt(ab), ratio, same),
               flush=True)
     if a.json:
         with open(a.json, "w") as f:

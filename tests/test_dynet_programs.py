@@ -117,3 +117,27 @@ def test_runner_writes_its_synthetic_data(tmp_path, kind):
     r.write_data(kind, str(tmp_path), random.Random(0))
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert files and all(p.stat().st_size > 0 for p in files)
+
+
+def test_runner_compares_the_losses_both_printed():
+    r = _runner()
+    dy, ab = {"losses": [2.0, 1.0, 0.5]}, {"losses": [2.0, 1.001]}
+    assert r.agreement(dy, ab) == "2 losses, max rel. diff 1.0e-03"
+    assert r.agreement(dy, {"losses": []}) == ""
+
+
+def test_runner_same_init_starts_from_the_same_values(tmp_path):
+    """The --same-init module makes a program's parameters the generator's numbers."""
+    r = _runner()
+    progs = tmp_path / "src"
+    progs.mkdir()
+    (progs / "ex_xor.py").write_text(
+        "import dynet as dy\nimport numpy as np\n"
+        "m = dy.Model()\np = m.add_parameters((2, 3))\nq = m.add_parameters(4, init=0)\n"
+        "rng = np.random.RandomState(0)\n"
+        "s = np.sqrt(6.0 / 5)\nwant = rng.uniform(-s, s, size=(2, 3)).astype(np.float32)\n"
+        "assert np.array_equal(p.as_array(), want), (p.as_array(), want)\n"
+        "assert not q.as_array().any()\n"
+        "print('loss: 1.0')\n")
+    res = r.run_one(str(progs), "ex_xor.py", sys.executable, True, 1, same_init=True)
+    assert res["rc"] == 0, res
