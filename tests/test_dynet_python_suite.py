@@ -390,7 +390,6 @@ def test_expression_gradient_sanity():
         x.gradient()
 
 
-@pending("opsA", "layer_norm")
 def test_layer_norm():
     v = np.arange(10)
     dy.renew_cg()
