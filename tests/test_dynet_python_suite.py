@@ -13,12 +13,6 @@ import pytest
 
 import autobatch as dy
 
-def pending(branch, what):
-    """A check that fails until a branch of issue 8 lands on main: strict, so the test
-    fails (XPASS) once it passes and the mark must go."""
-    return pytest.mark.xfail(strict=True, reason=f"{what}: lands with branch {branch}")
-
-
 V81 = np.arange(81)
 SHAPES = [(81,), (3, 27), (3, 3, 9), (3, 3, 3, 3)]
 
@@ -35,7 +29,6 @@ def test_inputTensor_not_batched(shape):
     assert dy.squared_norm(x).scalar_value() == (V81 ** 2).sum()
 
 
-@pending("inputs", "sparse_inputTensor")
 def test_sparse_inputTensor():
     dy.renew_cg()
     t = V81.reshape((3, 3, 3, 3))
@@ -173,7 +166,6 @@ def test_update(pm):
 
 
 @pytest.mark.parametrize("trainer_type", [dy.SimpleSGDTrainer, dy.AdamTrainer])
-@pending("inputs", "Parameters.forward/backward")
 def test_param_change_after_update(pm, trainer_type):
     """Parameters added after the trainer was made are trained (DyNet: 100 rounds)."""
     m = pm[0]
@@ -186,7 +178,6 @@ def test_param_change_after_update(pm, trainer_type):
         trainer.update()
 
 
-@pending("inputs", "Parameters.value")
 def test_delete_model():
     p = dy.ParameterCollection().add_parameters((1,), init=dy.ConstInitializer(1))
     assert p.value() == 1
@@ -194,7 +185,6 @@ def test_delete_model():
     assert p.value() == 1
 
 
-@pending("inputs", "Parameters.value")
 def test_delete_parent_model():
     model = dy.ParameterCollection().add_subcollection()
     p = model.add_parameters((1,), init=dy.ConstInitializer(1))
@@ -271,7 +261,6 @@ def test_concatenate_to_batch(lp23):
 
 # --- TestIO* -------------------------------------------------------------------------
 
-@pending("inputs", "Parameters.forward/backward")
 def test_io_partial_weight_decay(tmp_path):
     f = str(tmp_path / "tmp.model")
     m, m2 = dy.ParameterCollection(), dy.ParameterCollection()
@@ -307,7 +296,6 @@ def test_io_entire_model(tmp_path):
         assert np.allclose(a.as_array(), b.as_array())
 
 
-@pending("inputs", "sum_elems of Parameters")
 def test_io_entire_model_with_gradient(tmp_path):
     """DyNet's file keeps the gradients: populate brings them back."""
     f = str(tmp_path / "bilstm.model")
@@ -379,7 +367,6 @@ def test_expression_gradient():
     assert np.allclose(y.gradient(), np.arange(10))
 
 
-@pending("inputs", "gradient() before backward raises")
 def test_expression_gradient_sanity():
     """gradient() before backward() raises RuntimeError."""
     dy.renew_cg()
@@ -408,14 +395,12 @@ SLICES = [(slice(None, 1), slice(None, 2), slice(None, 3)),
 
 
 @pytest.mark.parametrize("key", SLICES)
-@pending("inputs", "slices of expressions")
 def test_slicing(key):
     dy.renew_cg()
     data = np.random.RandomState(0).random_sample((10, 10, 10))
     assert np.allclose(dy.inputTensor(data)[key].npvalue(), data[key])
 
 
-@pending("inputs", "slices of expressions")
 def test_slicing_batched():
     """Slices of a batched input apply to each element (the last axis is the batch)."""
     dy.renew_cg()
