@@ -77,10 +77,18 @@ cdef int32_t _index_list(object index, int* bs, int limit, str name) except -1:
     return _here().add_ints(idx, bs[0])
 
 
+cdef inline bint _is_vector(Node* n) noexcept:
+    """A vector (n,) or a column (n, 1): DyNet's losses over classes take both (a
+    product W * h with h of shape (k, 1) gives an (n, 1) column), and both hold n
+    contiguous values per batch element, which is all the kernels read."""
+    return n.nd == 1 or (n.nd == 2 and n.d[1] == 1)
+
+
 def pickneglogsoftmax(Expression x, v):
-    """-log softmax(x)[v]; v is an int or one int per batch element."""
+    """-log softmax(x)[v]; x is a vector (n,) or a column (n, 1), as in DyNet; v is an
+    int or one int per batch element. The result is (1,) per batch element."""
     cdef Node* n = _check(x)
-    if n.nd != 1:
+    if not _is_vector(n):
         raise DimensionError(f"pickneglogsoftmax: needs a vector, got {_dimstr(n)}")
     cdef int bs = n.bs
     cdef int32_t at = _index_list(v, &bs, rows(n), "pickneglogsoftmax")
@@ -93,10 +101,11 @@ def pickneglogsoftmax_batch(Expression x, vs):
 
 
 def hinge(Expression x, v, float m=1.0):
-    """sum over i != v of max(0, m - x[v] + x[i]) (per batch element)."""
+    """sum over i != v of max(0, m - x[v] + x[i]) (per batch element); x is a vector
+    (n,) or a column (n, 1), as in DyNet."""
     _finite("hinge", "m", m)
     cdef Node* n = _check(x)
-    if n.nd != 1:
+    if not _is_vector(n):
         raise DimensionError(f"hinge: needs a vector, got {_dimstr(n)}")
     cdef int bs = n.bs
     cdef int32_t at = _index_list(v, &bs, rows(n), "hinge")

@@ -25,17 +25,19 @@ class PyInitializer:
 
 
 class GlorotInitializer(PyInitializer):
-    """Uniform in ``[-s, s]`` with ``s = gain * sqrt(6 / fan)`` (dynet/param-init.cc).
+    """Uniform in ``[-s, s]``, DyNet's Glorot scale (dynet/param-init.cc, measured with
+    dynet38): over the tensor's ``k`` dims (leaving out the last one when
+    ``is_lookup=True``),
 
-    ``fan`` is the sum of the tensor's dims, leaving out the last one when
-    ``is_lookup=True``:
+    - ``k == 4`` (a convolution filter ``(H, W, In, Out)``):
+      ``s = gain * sqrt(6 / ((In + Out) * H * W))``;
+    - otherwise ``s = gain * sqrt(3 * k / sum(dims))``: a matrix ``(m, n)`` gets
+      ``sqrt(6 / (m + n))``, a vector ``(d,)`` ``sqrt(3 / d)``, a 3-d tensor
+      ``sqrt(9 / (a + b + c))``.
 
-    - matrix ``(m, n)``: ``m + n``; vector ``(d,)``: ``d``; tensor: the sum of its dims;
-    - lookup table of ``n_rows`` rows of shape ``r`` (DyNet dims ``r + (n_rows,)``):
-      ``sum(r)`` with ``is_lookup=True``, ``sum(r) + n_rows`` with ``is_lookup=False``.
-
-    Note that DyNet's Python ``add_lookup_parameters`` defaults to
-    ``GlorotInitializer()`` (``is_lookup=False``), and so does this library.
+    A lookup table of ``n_rows`` rows of shape ``r`` has DyNet dims ``r + (n_rows,)``.
+    DyNet's Python ``add_lookup_parameters`` defaults to ``GlorotInitializer()``
+    (``is_lookup=False``: the row count is one of the dims), and so does this library.
     """
 
     def __init__(self, is_lookup=False, gain=1.0):
@@ -44,11 +46,14 @@ class GlorotInitializer(PyInitializer):
 
     def __call__(self, shape, rng, lookup=False):
         dims = tuple(shape[1:]) + (shape[0],) if lookup else tuple(shape)
-        fan = sum(dims[:-1] if self.is_lookup else dims)
-        if fan <= 0:
+        dims = dims[:-1] if self.is_lookup else dims
+        if sum(dims) <= 0:
             raise ValueError(f"GlorotInitializer(is_lookup=True) needs a tensor of at least "
                              f"two dimensions, got shape {tuple(shape)}")
-        s = self.gain * np.sqrt(6.0) / np.sqrt(fan)
+        if len(dims) == 4:  # fans of a filter count its receptive field, as DyNet's
+            s = self.gain * np.sqrt(6.0 / ((dims[2] + dims[3]) * dims[0] * dims[1]))
+        else:
+            s = self.gain * np.sqrt(3.0 * len(dims) / sum(dims))
         return rng.uniform(-s, s, size=shape)
 
 

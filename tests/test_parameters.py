@@ -92,15 +92,27 @@ def test_glorot_scales():
     s = np.sqrt(6 / 500)
     assert _bound(M) <= s and _bound(M) > 0.99 * s
     assert M.var() == pytest.approx(s * s / 3, rel=0.02)
+    # DyNet's scale is sqrt(3 k / sum(dims)) over k dims (measured with dynet38)
     v = pc.add_parameters(5000).as_array()
-    assert 0.99 * np.sqrt(6 / 5000) < _bound(v) <= np.sqrt(6 / 5000)
+    assert 0.99 * np.sqrt(3 / 5000) < _bound(v) <= np.sqrt(3 / 5000)
+    t = pc.add_parameters((30, 40, 50)).as_array()
+    assert 0.99 * np.sqrt(9 / 120) < _bound(t) <= np.sqrt(9 / 120)
+    # a 4-d filter (H, W, In, Out): fans (In + Out) * H * W, as DyNet's conv filters
+    f = pc.add_parameters((3, 3, 8, 16), init=dy.GlorotInitializer(gain=2.0)).as_array()
+    assert 0.99 * 2 * np.sqrt(6 / 216) < _bound(f) <= 2 * np.sqrt(6 / 216)
+    f = pc.add_parameters((5, 5, 1, 32)).as_array()
+    assert 0.99 * np.sqrt(6 / 825) < _bound(f) <= np.sqrt(6 / 825)
     g = pc.add_parameters((100, 100), init=dy.GlorotInitializer(gain=4.0)).as_array()
     assert 0.99 * 4 * np.sqrt(6 / 200) < _bound(g) <= 4 * np.sqrt(6 / 200)
     # lookup tables: DyNet Python's default GlorotInitializer() sums dim + rows
     E = pc.add_lookup_parameters((1000, 50)).as_array()
     assert 0.99 * np.sqrt(6 / 1050) < _bound(E) <= np.sqrt(6 / 1050)
     E = pc.add_lookup_parameters((1000, 50), init=dy.GlorotInitializer(is_lookup=True)).as_array()
-    assert 0.99 * np.sqrt(6 / 50) < _bound(E) <= np.sqrt(6 / 50)
+    assert 0.99 * np.sqrt(3 / 50) < _bound(E) <= np.sqrt(3 / 50)
+    E = pc.add_lookup_parameters((100, 3, 4), init=dy.GlorotInitializer(is_lookup=True)).as_array()
+    assert 0.99 * np.sqrt(6 / 7) < _bound(E) <= np.sqrt(6 / 7)
+    E = pc.add_lookup_parameters((100, 3, 4)).as_array()
+    assert 0.98 * np.sqrt(9 / 107) < _bound(E) <= np.sqrt(9 / 107)
 
 
 def test_other_initializers():
