@@ -136,3 +136,17 @@ def test_update_subset_uses_and_keeps_the_marks():
     assert E.used_rows().size == 0 and F.used_rows().tolist() == [2]
     tr.update_subset([], [1])
     assert (F.as_array()[2] != before_f[2]).all() and F.used_rows().size == 0
+
+
+def test_set_moves_the_mark_to_the_new_row():
+    """set() of a lookup or lookup_batch: the next backward marks the new rows only
+    (DyNet 2.2 does the same: with momentum, only rows 0 and 3 move here)."""
+    pc, E, F, W = make_model(dy)
+    dy.renew_cg()
+    x, b = dy.lookup(E, 1), dy.lookup_batch(E, [2])
+    loss = dy.sum_elems(x) + dy.sum_batches(dy.sum_elems(b))
+    loss.value()
+    x.set(0)
+    b.set([3])
+    loss.backward()
+    assert E.used_rows().tolist() == [0, 3]
