@@ -1,5 +1,5 @@
 # The reverse pass: the forward's batches in reverse, gradients accumulated (+=).
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from autobatch._executor cimport BatchLog
 from autobatch._nodes cimport Batch
 from autobatch._nodes cimport NodeView
@@ -7,3 +7,14 @@ from autobatch._scheduler cimport Sched
 
 cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batch* ctx,
                        int32_t target, bint full, bint defer_weights) except -1
+
+# A trainable lookup node (lookup, lookup_batch, or a whole table as a parameter
+# expression) and its table's used-row flags, which a backward from a node at or after
+# it sets (the rows the trainer's sparse update then touches).
+ctypedef struct RowMark:
+    int32_t node
+    int32_t whole       # > 0: the node is the whole table, of this many rows
+    uint8_t* used       # the table's flags, one per row
+
+cdef void mark_used_rows(const NodeView* v, const RowMark* marks, int64_t n,
+                         int32_t target) noexcept nogil

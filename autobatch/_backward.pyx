@@ -7,7 +7,8 @@ blocks are not zeroed: a node's gradient is written first by an assignment (kern
 with first_write: gemm with beta = 0, the elementwise loops' `set`) or zeroed just
 before a kernel that adds into it (grad_ready), so memory that the first write
 overwrites is not cleared before. Trainable leaves write into their parameter's
-gradient directly."""
+gradient directly; the rows of lookup tables that a backward reached are marked for
+the trainer (mark_used_rows)."""
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
@@ -15,7 +16,7 @@ from libc.string cimport memset
 from autobatch._kernels_products cimport flush_weight_grads
 from autobatch._nodes cimport (Node, OpDef, WeightGrad, WeightGrads, F_NEEDS_GRAD, F_TRAINABLE,
                                F_GRAD_SET, grad_ready, NODE, ARG)
-from autobatch._optable cimport op_table
+from autobatch._optable cimport op_table, OP_LOOKUP_BATCH
 from autobatch._profile cimport P_KERNEL, P_MEMORY, prof_start, prof_stop
 from autobatch._memory cimport arena_alloc_or_raise, arena_check, arena_reset
 from autobatch._scheduler cimport sched_collect
@@ -178,3 +179,28 @@ cdef int assign_gradient_memory(const NodeView* v, const BatchLog* log, Sched* w
             n.grad = g + j * per if work.mark[ids[j]] == st else zsink
             n.flags = n.flags & ~F_GRAD_SET
     return 0
+
+
+cdef void mark_used_rows(const NodeView* v, const RowMark* marks, int64_t n,
+                         int32_t target) noexcept nogil:
+    """Mark the rows of every trainable lookup made up to `target` as used, after a
+    backward from `target`. This is DyNet's rule (SimpleExecutionEngine::backward calls
+    accumulate_grad, which records the row in non_zero_grads, for every parameter node
+    i <= from_where): also a lookup off the loss's path or under nobackprop is marked
+    (its gradient is 0, but the sparse update still runs the rule on its row); one made
+    after target, one dropped by cg_revert or one whose graph never ran backward is not.
+    `marks` is in node order (appended when the nodes are made)."""
+    cdef int64_t k
+    cdef int32_t j
+    cdef const Node* x
+    for k in range(n):
+        if marks[k].node > target:
+            break
+        x = &v.nodes[marks[k].node]
+        if marks[k].whole > 0:
+            memset(marks[k].used, 1, marks[k].whole)
+        elif x.op == OP_LOOKUP_BATCH:     # ibuf: the table's slot, then one row per element
+            for j in range(x.bs):
+                marks[k].used[v.ibuf[x.idata + 1 + j]] = 1
+        else:                             # a lookup: its row is idata
+            marks[k].used[x.idata] = 1

@@ -1,6 +1,7 @@
 # The computation graph: node storage and the public methods (forward, backward,
 # renew, statistics). The stages it runs live in their own modules.
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from autobatch._backward cimport RowMark
 from autobatch._executor cimport BatchLog
 from autobatch._nodes cimport Node, Shape, Attrs, Batch
 from autobatch._random cimport Rng
@@ -12,7 +13,7 @@ from autobatch._signatures cimport SigTable
 
 # the graph's sizes at cg_checkpoint(), to go back to at cg_revert()
 ctypedef struct Checkpoint:
-    int64_t n_nodes, n_args, n_ibuf, n_tables, n_sigs, n_keepalive
+    int64_t n_nodes, n_args, n_ibuf, n_tables, n_marks, n_sigs, n_keepalive
     int64_t log_n, log_n_ids, resets
     ArenaMark leaf, values
 
@@ -38,6 +39,8 @@ cdef class ComputationGraph:
     cdef int64_t n_ibuf, cap_ibuf
     cdef float** tables                 # lookup tables read by nodes: (values, gradients) pairs
     cdef int64_t n_tables, cap_tables
+    cdef RowMark* marks                 # trainable lookups: rows a backward marks as used
+    cdef int64_t n_marks, cap_marks
     cdef list keepalive                 # Python objects whose memory nodes point into
     cdef readonly int32_t version_id    # cg_version(): a new one, unique in the process, at
                                         # every renew_cg and cg_revert (nodes' `born`)
@@ -76,6 +79,7 @@ cdef class ComputationGraph:
     cdef float* leaf_memory(self, int32_t i) except NULL
     cdef int32_t add_ints(self, object values, int count) except -1
     cdef int32_t add_table(self, float* values, float* grads) except -1
+    cdef int add_row_mark(self, int32_t node, uint8_t* used, int32_t whole=*) except -1
     cdef int check_idle(self) except -1
     cdef int forward_to(self, int32_t target) except -1
     cdef int forward_many(self, const int32_t* targets, int64_t n) except -1

@@ -7,13 +7,13 @@ import sys
 
 import numpy as np
 
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 from cpython.exc cimport PyErr_CheckSignals
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
-from autobatch._backward cimport backward_pass
+from autobatch._backward cimport backward_pass, mark_used_rows
 from autobatch._checkpoints cimport computed_any, uncompute, drop_signatures
 from autobatch._executor cimport run_batch, log_reset, log_free
 from autobatch._nodes cimport OpDef, elems, MAX_DIMS, F_DONE, F_NEEDS_GRAD
@@ -72,12 +72,13 @@ cdef class ComputationGraph:
         free(self.args)
         free(self.ibuf)
         free(self.tables)
+        free(self.marks)
         sig_free(&self.sigs)
         sched_free(&self.sched)
         log_free(&self.log)
 
     cdef void _clear(self):
-        self.n_nodes = self.n_args = self.n_ibuf = self.n_tables = 0
+        self.n_nodes = self.n_args = self.n_ibuf = self.n_tables = self.n_marks = 0
         self.n_checkpoints = 0
         self.backward_target = -1
         sig_reset(&self.sigs)
@@ -217,6 +218,17 @@ cdef class ComputationGraph:
         self.n_tables = n + 1
         return <int32_t>n
 
+    cdef int add_row_mark(self, int32_t node, uint8_t* used, int32_t whole=0) except -1:
+        """Remember that a backward from `node` or a later node marks the rows of the
+        trainable lookup `node` (whole > 0: all `whole` rows) in `used` (mark_used_rows)."""
+        cdef int64_t n = self.n_marks
+        self.marks = <RowMark*>grow(self.marks, &self.cap_marks, n + 1, sizeof(RowMark))
+        self.marks[n].node = node
+        self.marks[n].whole = whole
+        self.marks[n].used = used
+        self.n_marks = n + 1
+        return 0
+
     # ---------------------------------------------------------- forward ----
 
     cdef int check_idle(self) except -1:
@@ -311,6 +323,7 @@ cdef class ComputationGraph:
         try:
             backward_pass(&v, &self.log, &self.sched, &ctx, target, full,
                           self.strategy_id != S_NONE)
+            mark_used_rows(&v, self.marks, self.n_marks, target)
         finally:
             self.busy = False
         self.t_backward += now() - t0
@@ -451,6 +464,7 @@ cdef class ComputationGraph:
         cdef Checkpoint* cp = &self.checkpoints[k]
         cp.n_nodes, cp.n_args, cp.n_ibuf = self.n_nodes, self.n_args, self.n_ibuf
         cp.n_tables, cp.n_sigs, cp.n_keepalive = self.n_tables, self.sigs.n, len(self.keepalive)
+        cp.n_marks = self.n_marks
         cp.log_n, cp.log_n_ids, cp.resets = self.log.n, self.log.n_ids, self.resets
         cp.leaf = arena_mark(&self.leaf_arena)
         cp.values = arena_mark(&self.arena)
@@ -479,7 +493,7 @@ cdef class ComputationGraph:
         # belonged to dropped leaves
         arena_revert(&self.leaf_arena, cp.leaf)
         self.n_nodes, self.n_args, self.n_ibuf = cp.n_nodes, cp.n_args, cp.n_ibuf
-        self.n_tables = cp.n_tables
+        self.n_tables, self.n_marks = cp.n_tables, cp.n_marks
         del self.keepalive[cp.n_keepalive:]
         if self.backward_target >= cp.n_nodes:  # the loss was dropped: its gradients go
             self.backward_target = -1

@@ -48,8 +48,8 @@ def lookup(LookupParameters p not None, index, update=True):
     cdef int32_t n = _alias_leaf(p, OP_LOOKUP, p.row_dims,
                                  p.vptr + i * p.row_size,
                                  p.gptr + i * p.row_size if trained else NULL, <int32_t>i)
-    if trained:
-        p.used[i] = 1
+    if trained:     # a backward from here on marks row i used (DyNet's accumulate_grad)
+        _here().add_row_mark(n, p.used)
     return _wrap(n)
 
 
@@ -67,8 +67,7 @@ def lookup_batch(LookupParameters p not None, indices, update=True):
     cdef int32_t n = _here().add_node(OP_LOOKUP_BATCH, 0, NULL, shape, at)
     if trained:
         (&_here().nodes[n]).flags |= F_NEEDS_GRAD
-        for i in idx:
-            p.used[i] = 1
+        _here().add_row_mark(n, p.used)
     _here().keepalive.append(p)
     return _wrap(n)
 

@@ -213,12 +213,15 @@ cdef class Parameters(Expression):
 
 cdef class LookupParameters(Expression):
     """A table of trainable rows; `lp[i]` looks row i up. A row has 1 to 4 dimensions
-    (a table of shape (n, d) has vector rows, (n, r, c) matrix rows ...). Rows that were
-    looked up are remembered so that trainers can update only those (sparse updates).
+    (a table of shape (n, d) has vector rows, (n, r, c) matrix rows ...). A backward
+    marks the rows looked up by the trainable lookups of its graph made up to the node
+    it starts from (as DyNet does, also those whose gradient is 0), so that trainers
+    update only those (sparse updates).
 
     As in DyNet, a LookupParameters is an Expression too: used as one (`dy.tanh(lp)`,
     `lp.npvalue()`), it stands for the whole table as one node of shape row shape +
-    (rows,) in the current graph (every row then gets a gradient)."""
+    (rows,) in the current graph (every row then gets a gradient, and a backward marks
+    every row)."""
     cdef readonly object _flat            # rows one after another, each column-major
     cdef readonly object _grad_flat
     cdef float* vptr
@@ -228,7 +231,6 @@ cdef class LookupParameters(Expression):
     cdef Shape row_dims                   # a row as a node's shape
     cdef readonly object _used_mask       # uint8 numpy array, one per row
     cdef uint8_t* used
-    cdef readonly object _used_list       # rows looked up since the last clear
     cdef public object _name
     cdef public bint _updated
     cdef public object _owner
@@ -253,7 +255,6 @@ cdef class LookupParameters(Expression):
         self._used_mask = np.zeros(self.n_rows, dtype=np.uint8)
         cdef uint8_t[::1] m = self._used_mask
         self.used = &m[0]
-        self._used_list = []
         self._name = name
         self._updated = True
         self._owner = owner
@@ -283,7 +284,8 @@ cdef class LookupParameters(Expression):
         return self._grad_flat.reshape(self.n_rows, self.row_size)
 
     def used_rows(self):
-        """Rows looked up since the last `clear_used()`, as a sorted int array."""
+        """Rows marked by a backward since the last `clear_used()` (see the class), as a
+        sorted int array."""
         return np.flatnonzero(self._used_mask)
 
     def clear_used(self):
@@ -346,8 +348,8 @@ cdef class LookupParameters(Expression):
             return _wrap_in(g, self.cached_idx[k])
         cdef int32_t i = _alias_leaf(self, OP_PARAM, _shape_from("parameter", self.row_shape + (self.n_rows,), 1),
                                      self.vptr, self.gptr if k == 0 else NULL, 0, headroom)
-        if k == 0:
-            self._used_mask[:] = 1
+        if k == 0:      # a backward from here on marks every row used
+            g.add_row_mark(i, self.used, self.n_rows)
         self.cached_idx[k] = i
         self.cached_version[k] = g.version_id
         return _wrap_in(g, i)

@@ -74,9 +74,8 @@ cdef int _set_lookup(ComputationGraph g, int32_t i, object index) except -1:
     p._row_check(row)
     n = &g.nodes[i]
     n.val = p.vptr + row * size
-    if n.flags & F_TRAINABLE:
+    if n.flags & F_TRAINABLE:       # the next backward marks the new row (mark_used_rows)
         n.grad = p.gptr + row * size
-        p.used[row] = 1
     n.idata = <int32_t>row
     return 0
 
@@ -93,11 +92,8 @@ cdef int _set_lookup_batch(ComputationGraph g, int32_t i, object indices) except
     cdef LookupParameters p = _table_at(g, g.tables[2 * slot])
     for r in rows:
         p._row_check(r)
-    cdef bint trained = g.tables[2 * slot + 1] != NULL
-    for k in range(len(rows)):
+    for k in range(len(rows)):      # the next backward marks the new rows (mark_used_rows)
         g.ibuf[at + 1 + k] = rows[k]
-        if trained:
-            p.used[<long>rows[k]] = 1
     return 0
 
 

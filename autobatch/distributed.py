@@ -27,8 +27,9 @@ How gradients travel, per `update()`:
 - dense gradients (every Parameters, and lookup tables when the trainer's sparse updates
   are off) are packed into a few large float32 buffers of at most `bucket_mb` each and
   reduced with one in-place ``Allreduce`` per buffer;
-- lookup tables with sparse updates send only the rows this rank looked up: their ids and
-  their gradient rows, all tables in one ``Allgatherv`` for the ids and one for the rows;
+- lookup tables with sparse updates send only the rows this rank's backwards marked
+  used: their ids and their gradient rows, all tables in one ``Allgatherv`` for the ids
+  and one for the rows;
   every rank adds the rows of all ranks in rank order (so all ranks get the same bits) and
   marks them used, so the trainer updates the union of the touched rows and nothing else;
 - with ``reduce="mean"`` the combined gradients are divided by the number of ranks (for

@@ -7,8 +7,12 @@ One `update()`:
    updated parameters (used rows only, for sparse lookup tables) exceeds the threshold,
    gradients are scaled by ``threshold / n`` (a NaN/inf norm raises, as in DyNet);
 2. the rule of the trainer, on every parameter with ``is_updated()``; for lookup tables
-   with sparse updates (the default) only on the rows looked up since the last update:
-   their values *and* their optimizer state rows; other rows are not touched;
+   with sparse updates (the default) only on the rows marked used since the last update:
+   their values *and* their optimizer state rows; other rows are not touched. As in
+   DyNet, a backward marks the rows of every trainable lookup of its graph made up to
+   the node it starts from, also one off the loss's path (gradient 0, but momentum and
+   Adam still move the row); lookups made after that node, dropped by cg_revert or in a
+   graph that never ran backward mark nothing;
 3. weight decay ``lam = model.get_weight_decay()``: ``theta <- (1 - lam) * theta`` on every
    parameter and every lookup row of the model, updated or not (DyNet's L2WeightDecay,
    see ParameterCollection.set_weight_decay);
@@ -65,7 +69,8 @@ class Trainer:
         return self.clip_threshold
 
     def set_sparse_updates(self, su):
-        """Sparse (default): lookup tables update only looked-up rows and their state.
+        """Sparse (default): lookup tables update only the rows a backward marked used
+        (see the module docstring) and their state.
         Dense: the whole table, which is exact for momentum-style rules."""
         self.sparse_updates_enabled = bool(su)
 
