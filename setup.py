@@ -28,6 +28,7 @@ MOD_NAMES = [
     "autobatch._scheduler",     # the ready frontier
     "autobatch._strategies",    # the strategies' policies and their registry
     "autobatch._executor",      # running batches forward
+    "autobatch._fusion",        # fused elementwise chains
     "autobatch._backward",      # the reverse pass
     "autobatch._stats",         # statistics and debug views
     "autobatch._checkpoints",   # cg_revert: dropping nodes, signatures and computed batches

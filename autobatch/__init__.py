@@ -15,6 +15,7 @@ from autobatch._strategies import (
 from autobatch._core import (
     Expression, Parameters, LookupParameters,
     renew_cg, cg_version, cg, set_random_seed, cg_checkpoint, cg_revert, print_text_graphviz,
+    set_default_fusion, default_fusion,
     parameter, const_parameter, lookup, lookup_batch,
     inputTensor, inputVector, scalarInput, inputMatrix, vecInput, matInput, sparse_inputTensor,
     to_device, forward,

@@ -13,6 +13,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
+from autobatch._fusion cimport chain_start, chain_backward
 from autobatch._kernels_products cimport flush_weight_grads
 from autobatch._nodes cimport (Node, OpDef, WeightGrad, WeightGrads, F_NEEDS_GRAD, F_TRAINABLE,
                                F_GRAD_SET, grad_ready, NODE, ARG)
@@ -25,12 +26,13 @@ cdef const OpDef* OPS = op_table()
 
 
 cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batch* ctx,
-                       int32_t target, bint full, bint defer_weights) except -1:
+                       int32_t target, bint full, bint defer_weights,
+                       int64_t* fused_chains) except -1:
     """Accumulate d(target)/d(parameter) into the parameters' gradients (target is a
     computed scalar per batch element). full: keep the gradient of every ancestor,
     inputs and constants included. defer_weights: postpone weight gradients to the
     end so that the terms of one weight become one gemm (not for 'none', the
-    unbatched reference)."""
+    unbatched reference). fused_chains: += the chains whose stages ran as one pass."""
     arena_reset(ctx.scratch)
     cdef int64_t nanc = sched_collect(work, v, target, True)
     cdef double t0 = prof_start(ctx.prof)
@@ -62,7 +64,7 @@ cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batc
     # the GIL stays held: backward adds into parameter gradients, which the graphs of
     # all threads share (forward kernels, which only read parameters, release it)
     try:
-        run_in_reverse(v, log, work, ctx, sub, &defer)
+        fused_chains[0] += run_in_reverse(v, log, work, ctx, sub, &defer)
         arena_check(ctx.scratch)
     finally:
         free(defer.items)
@@ -70,31 +72,42 @@ cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batc
     return 0
 
 
-cdef void run_in_reverse(const NodeView* v, const BatchLog* log, Sched* work, Batch* ctx,
-                         int32_t* sub, WeightGrads* defer) noexcept nogil:
+cdef int64_t run_in_reverse(const NodeView* v, const BatchLog* log, Sched* work, Batch* ctx,
+                            int32_t* sub, WeightGrads* defer) noexcept nogil:
     """The backward kernels of the batches that hold an ancestor of the target
     (work.mark == stamp) that wants a gradient, last batch first, then the postponed
-    weight gradients; stops when scratch memory runs out."""
+    weight gradients; stops when scratch memory runs out. Returns the number of fused
+    chains that ran as one pass."""
     cdef int32_t st = work.stamp
-    cdef int64_t bi
+    cdef int64_t bi = log.n - 1, first, chains = 0
     cdef int32_t nsub, j
     cdef int32_t* ids
     cdef double t0
-    for bi in range(log.n - 1, -1, -1):
+    cdef bint fused
+    while bi >= 0:
+        if log.chained[bi]:         # the last stage of a fused chain: its stages in one pass
+            first = chain_start(log, bi)
+            t0 = prof_start(ctx.prof)
+            fused = chain_backward(v, log, first, bi, st, work.mark)
+            prof_stop(ctx.prof, P_KERNEL, t0)
+            if fused:
+                bi = first
+                chains += 1
         ids = log.ids + log.at[bi]
+        bi -= 1
         nsub = 0
-        for j in range(log.count[bi]):
+        for j in range(log.count[bi + 1]):
             if work.mark[ids[j]] == st and v.nodes[ids[j]].flags & F_NEEDS_GRAD:
                 nsub = nsub + 1
         if nsub == 0:
             continue
         nsub = 0
-        for j in range(log.count[bi]):
+        for j in range(log.count[bi + 1]):
             if work.mark[ids[j]] == st:
                 sub[nsub] = ids[j]
                 nsub = nsub + 1
         ctx.n = nsub
-        if nsub == log.count[bi]:
+        if nsub == log.count[bi + 1]:
             ctx.ids = ids
             ctx.block = v.nodes[ids[0]].grad
         else:
@@ -113,6 +126,7 @@ cdef void run_in_reverse(const NodeView* v, const BatchLog* log, Sched* work, Ba
         t0 = prof_start(ctx.prof)
         flush_weight_grads(defer, ctx.scratch, ctx.prof)
         prof_stop(ctx.prof, P_KERNEL, t0)
+    return chains
 
 
 cdef inline void ready_gradients(Batch* b, bint first_write) noexcept nogil:

@@ -9,3 +9,4 @@ cdef bint computed_any(const BatchLog* log, int64_t from_batch, int32_t first_dr
 cdef void uncompute(Node* nodes, BatchLog* log, int64_t from_batch) noexcept nogil
 cdef void drop_signatures(const Node* nodes, SigTable* t, int64_t first, int64_t last,
                           int64_t n_sigs) noexcept nogil
+cdef void drop_uses(Node* nodes, const int32_t* args, int64_t first, int64_t last) noexcept nogil

@@ -49,3 +49,18 @@ cdef void drop_signatures(const Node* nodes, SigTable* t, int64_t first, int64_t
         if 0 <= s < n_sigs:
             t.count[s] -= 1
     sig_truncate(t, n_sigs)
+
+
+cdef void drop_uses(Node* nodes, const int32_t* args, int64_t first, int64_t last) noexcept nogil:
+    """Nodes first..last-1 are dropped: the older nodes they took as arguments have
+    one consumer less each (fusion reads the counts)."""
+    cdef int64_t i
+    cdef int a
+    cdef int32_t y
+    cdef Node* arg
+    for i in range(first, last):
+        for a in range(nodes[i].nargs):
+            y = args[nodes[i].args_at + a]
+            if y < first:
+                arg = &nodes[y]
+                arg.uses -= 1

@@ -2,7 +2,7 @@
 """The forward executor: one batch of same-signature nodes -> one kernel call whose
 outputs land contiguous in the arena (so the next batch can often read them in
 place)."""
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 
@@ -40,6 +40,7 @@ cdef int run_batch(BatchLog* log, Batch* ctx, int32_t* ids, int n, bint check_va
     arena_check(ctx.scratch)
     log.at[log.n] = at              # only a batch that ran is recorded
     log.count[log.n] = n
+    log.chained[log.n] = 0
     log.n_ids = at + n
     log.n += 1
     for j in range(n):
@@ -53,8 +54,25 @@ cdef int grow_batches(BatchLog* log) except -1:
     cdef int64_t cap = next_capacity(log.cap, log.n + 1)
     log.at = <int64_t*>resize(log.at, cap, sizeof(int64_t))
     log.count = <int32_t*>resize(log.count, cap, sizeof(int32_t))
+    log.chained = <uint8_t*>resize(log.chained, cap, sizeof(uint8_t))
     log.cap = cap
     return 0
+
+
+cdef int32_t* log_stage(BatchLog* log, const int32_t* ids, int n) except NULL:
+    """Record nodes ids[0..n) as a fused stage of the chain of the last batch (before
+    it runs: the fused kernel reads its ids from the log); returns them in the log."""
+    cdef int64_t at = log.n_ids
+    log.ids = <int32_t*>grow(log.ids, &log.cap_ids, at + n, sizeof(int32_t))
+    memcpy(log.ids + at, ids, n * sizeof(int32_t))
+    if log.n >= log.cap:
+        grow_batches(log)
+    log.at[log.n] = at
+    log.count[log.n] = n
+    log.chained[log.n] = 1
+    log.n_ids = at + n
+    log.n += 1
+    return log.ids + at
 
 
 cdef int check_finite(Batch* b, float* block, int64_t count) except -1:
@@ -81,4 +99,5 @@ cdef void log_free(BatchLog* log) noexcept nogil:
     free(log.ids)
     free(log.at)
     free(log.count)
+    free(log.chained)
     memset(log, 0, sizeof(BatchLog))

@@ -34,14 +34,33 @@ cdef inline ComputationGraph _here():
     return <ComputationGraph>ab_thread_graph
 
 
-def renew_cg(immediate_compute=False, check_validity=False, strategy=None, autobatching=None):
+_fusion_default = [True]
+
+
+def set_default_fusion(enabled):
+    """Whether graphs created by `renew_cg()` without a `fusion` argument run chains
+    of elementwise ops fused (default True; see docs/fusion.md). For comparisons:
+    the numbers are the same either way (up to rounding), only the speed differs."""
+    _fusion_default[0] = bool(enabled)
+
+
+def default_fusion():
+    """The process default of `renew_cg(fusion=...)` (see set_default_fusion)."""
+    return _fusion_default[0]
+
+
+def renew_cg(immediate_compute=False, check_validity=False, strategy=None, autobatching=None,
+             fusion=None):
     """Start a new computation graph (of the calling thread); every earlier Expression
     becomes stale.
 
     strategy: a strategy name or object (default: the process default, "agenda");
     autobatching=False is the same as strategy="none". DyNet's debugging switches:
     immediate_compute computes every node when it is created, check_validity raises
-    FloatingPointError on the first NaN or infinity."""
+    FloatingPointError on the first NaN or infinity. fusion=False runs every batch on
+    its own instead of running chains of elementwise ops fused (docs/fusion.md); the
+    numbers are the same (up to rounding), only the speed differs. None: the process
+    default (set_default_fusion, True)."""
     global _seed_state
     if autobatching is not None and not autobatching:
         if strategy not in (None, "none"):
@@ -49,7 +68,8 @@ def renew_cg(immediate_compute=False, check_validity=False, strategy=None, autob
         strategy = "none"
     cdef ComputationGraph g = _here()
     _seed_state += 1
-    g.start(strategy, new_version(), _seed_state, immediate_compute, check_validity)
+    g.start(strategy, new_version(), _seed_state, immediate_compute, check_validity,
+            _fusion_default[0] if fusion is None else bool(fusion))
     return g
 
 

@@ -61,6 +61,7 @@ cdef class ComputationGraph:
     cdef bint busy                      # a forward is running (a Python strategy may be called)
     cdef readonly bint immediate_compute   # compute every node when it is created (debugging)
     cdef readonly bint check_validity      # raise on the first NaN or infinity a kernel produces
+    cdef readonly bint fusion              # run elementwise chains fused (_fusion.pyx)
     # statistics
     cdef public double t_build, t_schedule, t_forward, t_backward
     cdef bint profiling                 # dy.set_profiling() when the graph was renewed
@@ -68,6 +69,7 @@ cdef class ComputationGraph:
     cdef Traffic traffic
     cdef double t_last
     cdef public int n_forward_calls, n_backward_calls
+    cdef int64_t n_backward_chains      # fused chains whose backward ran as one pass
 
     cdef void _clear(self)
     cdef int _forward(self, const int32_t* targets, int64_t n_targets) except -1
@@ -85,7 +87,7 @@ cdef class ComputationGraph:
     cdef int forward_many(self, const int32_t* targets, int64_t n) except -1
     cdef int backward_from(self, int32_t target, bint full=*) except -1
     cdef start(self, strategy, int version, uint64_t seed, bint immediate_compute=*,
-               bint check_validity=*)
+               bint check_validity=*, bint fusion=*)
     cdef tuple shape_of(self, int32_t i)
     cdef object value_array(self, int32_t i, bint grad)
     cpdef set_strategy(self, strategy)

@@ -14,18 +14,19 @@ from cpython.exc cimport PyErr_CheckSignals
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from autobatch._backward cimport backward_pass, mark_used_rows
-from autobatch._checkpoints cimport computed_any, uncompute, drop_signatures
+from autobatch._checkpoints cimport computed_any, uncompute, drop_signatures, drop_uses
 from autobatch._executor cimport run_batch, log_reset, log_free
 from autobatch._nodes cimport OpDef, elems, MAX_DIMS, F_DONE, F_NEEDS_GRAD
 from autobatch._optable cimport op_table, OP_NOBACKPROP
 from autobatch._random cimport rng_seed
 from autobatch._memory cimport (arena_alloc_or_raise, arena_reset, arena_free,
                                 arena_capacity, arena_mark, arena_revert, grow)
+from autobatch._fusion cimport fuse_chain
 from autobatch._scheduler cimport (sched_collect_many, sched_prepare, sched_push_initial,
-                                   sched_release, sched_free)
+                                   sched_release, sched_release_ids, sched_free)
 from autobatch._signatures cimport sig_intern, sig_reset, sig_truncate, sig_free
 from autobatch._profile cimport Profile, Traffic
-from autobatch._stats cimport (batch_stats, batch_list, print_batch_list, print_graphviz,
+from autobatch._stats cimport (batch_stats, fusion_stats, batch_list, print_batch_list, print_graphviz,
                                lower_bound, operand_stats, profile_stats, profiling_enabled)
 from autobatch._strategies cimport (S_NONE, S_AGENDA, S_DEPTH, S_LOOKAHEAD, strategy_id,
                                     pick_batch)
@@ -55,6 +56,7 @@ cdef class ComputationGraph:
     """One lazily evaluated graph. Create through `renew_cg()`."""
 
     def __init__(self, strategy):
+        self.fusion = True
         self.keepalive = []
         self.version_id = self.base_version = new_version()
         self._clear()
@@ -88,11 +90,13 @@ cdef class ComputationGraph:
         self.profiling = profiling_enabled()
         memset(&self.prof, 0, sizeof(Profile))
         memset(&self.traffic, 0, sizeof(Traffic))
+        self.n_backward_chains = 0
 
     cdef start(self, strategy, int version, uint64_t seed, bint immediate_compute=False,
-               bint check_validity=False):
+               bint check_validity=False, bint fusion=True):
         """Start a new graph in the same memory (arenas keep their capacity)."""
         self.check_idle()
+        self.fusion = fusion
         self.immediate_compute = immediate_compute
         self.check_validity = check_validity
         arena_reset(&self.leaf_arena)
@@ -171,9 +175,12 @@ cdef class ComputationGraph:
         if attr != NULL:
             n.attr = attr[0]
         n.idata = idata
+        cdef Node* arg
         for a in range(nargs):
             self.args[self.n_args + a] = argv[a]
-            if self.nodes[argv[a]].flags & F_NEEDS_GRAD:
+            arg = &self.nodes[argv[a]]
+            arg.uses += 1
+            if arg.flags & F_NEEDS_GRAD:
                 n.flags |= F_NEEDS_GRAD
         if op == OP_NOBACKPROP:
             n.flags &= ~F_NEEDS_GRAD
@@ -269,7 +276,7 @@ cdef class ComputationGraph:
         cdef Batch ctx = self.context()
         cdef int64_t count = sched_collect_many(&self.sched, &v, targets, n_targets, False)
         cdef double t_sched = 0, t_run = 0, t1
-        cdef int64_t pos
+        cdef int64_t pos, first, k, fused
         cdef int n
         if self.strategy_id == S_NONE:
             # creation order is a topological order; every node is its own batch
@@ -291,12 +298,17 @@ cdef class ComputationGraph:
                 n = pick_batch(self.strategy_id, self.strategy, &self.sched, &v, &self.sigs)
                 t_sched += now() - t1
                 t1 = now()
+                first = self.log.n
                 run_batch(&self.log, &ctx, self.sched.picked, n, self.check_validity)
+                fused = fuse_chain(&self.sched, &v, &self.log, &ctx, n,
+                                   self.check_validity) if self.fusion else 0
                 t_run += now() - t1
                 t1 = now()
                 sched_release(&self.sched, &v, n)
+                for k in range(first + 1, self.log.n):     # the fused stages
+                    sched_release_ids(&self.sched, &v, self.log.ids + self.log.at[k], n)
                 t_sched += now() - t1
-                count -= n
+                count -= n + fused
                 PyErr_CheckSignals()        # Ctrl-C: what ran is kept, the rest runs later
         self.t_schedule += t_sched
         self.t_forward += t_run
@@ -322,7 +334,7 @@ cdef class ComputationGraph:
         self.busy = True
         try:
             backward_pass(&v, &self.log, &self.sched, &ctx, target, full,
-                          self.strategy_id != S_NONE)
+                          self.strategy_id != S_NONE, &self.n_backward_chains)
             mark_used_rows(&v, self.marks, self.n_marks, target)
         finally:
             self.busy = False
@@ -379,6 +391,8 @@ cdef class ComputationGraph:
         cdef NodeView v = self.view()
         out = {"strategy": getattr(self.strategy, "name", repr(self.strategy))}
         out.update(batch_stats(&v, &self.log, &self.sigs, self.strategy_id == S_NONE))
+        out["fused"] = fusion_stats(&v, &self.log)
+        out["fused"]["backward_chains"] = int(self.n_backward_chains)
         out.update({
             "forward_calls": self.n_forward_calls,
             "backward_calls": self.n_backward_calls,
@@ -483,6 +497,7 @@ cdef class ComputationGraph:
         self.n_checkpoints -= 1
         cdef Checkpoint cp = self.checkpoints[self.n_checkpoints]
         drop_signatures(self.nodes, &self.sigs, cp.n_nodes, self.n_nodes, cp.n_sigs)
+        drop_uses(self.nodes, self.args, cp.n_nodes, self.n_nodes)
         if cp.resets != self.resets:            # recalculated since: the marks are void
             if computed_any(&self.log, 0, <int32_t>cp.n_nodes):
                 self.invalidate()
@@ -502,13 +517,13 @@ cdef class ComputationGraph:
     # ------------------------------------------------- DyNet's graph calls ----
 
     def renew(self, immediate_compute=False, check_validity=False, autobatching=None,
-              strategy=None):
+              strategy=None, fusion=None):
         """`dy.renew_cg(...)` for this graph, which must be the calling thread's; returns it."""
         from autobatch._core import cg, renew_cg
         if cg() is not self:
             raise RuntimeError("renew: this is not the calling thread's current graph")
         return renew_cg(immediate_compute, check_validity, strategy=strategy,
-                        autobatching=autobatching)
+                        autobatching=autobatching, fusion=fusion)
 
     cdef int32_t _node_arg(self, e) except -1:
         """A node from an Expression or DyNet's VariableIndex (an int)."""

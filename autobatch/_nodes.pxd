@@ -94,6 +94,7 @@ ctypedef struct Node:
     int32_t size        # elements, batch included
     int32_t sig         # interned signature id
     int32_t idata       # per-node data (an index, or an offset into Graph.ibuf); not in the signature
+    int32_t uses        # nodes of the graph that take this one as an argument (fusion reads it)
     Attrs attr          # typed attributes (part of the signature)
     float* val
     float* grad

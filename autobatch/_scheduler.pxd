@@ -48,6 +48,8 @@ ctypedef struct Sched:
     int32_t* fd_n
     int32_t* fd
     int64_t cap_fd
+    int32_t* fuse           # the next stage of a fused chain (_fusion.pyx)
+    int64_t cap_fuse
 
 cdef int64_t sched_collect(Sched* s, const NodeView* v, int32_t target, bint all_ancestors) except -1
 cdef int64_t sched_collect_many(Sched* s, const NodeView* v, const int32_t* targets,
@@ -58,4 +60,5 @@ cdef void sched_push_initial(Sched* s, const NodeView* v, int64_t count) noexcep
 cdef int sched_take(Sched* s, int32_t sig, int32_t max_depth) noexcept nogil
 cdef int sched_take_chosen(Sched* s, int32_t sig, const char* chosen) noexcept nogil
 cdef void sched_release(Sched* s, const NodeView* v, int n) noexcept nogil
+cdef void sched_release_ids(Sched* s, const NodeView* v, const int32_t* ids, int n) noexcept nogil
 cdef void sched_free(Sched* s) noexcept nogil

@@ -211,10 +211,13 @@ cdef int ensure_sigs(Sched* s, int64_t n_sigs, int64_t count) except -1:
         s.cap_sigs = cap
     s.rd = <int32_t*>grow(s.rd, &s.cap_rd, count + 1, sizeof(int32_t))
     s.picked = <int32_t*>grow(s.picked, &s.cap_picked, count + 1, sizeof(int32_t))
+    s.fuse = <int32_t*>grow(s.fuse, &s.cap_fuse, count + 1, sizeof(int32_t))
     return 0
 
 
 cdef inline void make_ready(Sched* s, const NodeView* v, int32_t i) noexcept nogil:
+    if v.nodes[i].flags & F_DONE:           # already run, fused into its argument's batch
+        return
     cdef int32_t g = v.nodes[i].sig
     s.rd[s.rd_at[g] + s.rd_n[g]] = i
     s.rd_n[g] += 1
@@ -292,10 +295,15 @@ cdef inline int finish_take(Sched* s, int32_t sig, int keep, int n) noexcept nog
 
 cdef void sched_release(Sched* s, const NodeView* v, int n) noexcept nogil:
     """The picked nodes are computed: their consumers may become ready."""
+    sched_release_ids(s, v, s.picked, n)
+
+
+cdef void sched_release_ids(Sched* s, const NodeView* v, const int32_t* ids, int n) noexcept nogil:
+    """Nodes ids[0..n) are computed: their consumers may become ready."""
     cdef int j
     cdef int32_t p, c, k
     for j in range(n):
-        p = s.loc[s.picked[j]]
+        p = s.loc[ids[j]]
         for k in range(s.cons_at[p], s.cons_at[p + 1]):
             c = s.cons[k]
             s.indeg[c] -= 1
@@ -307,6 +315,6 @@ cdef void sched_free(Sched* s) noexcept nogil:
     free(s.mark); free(s.depth); free(s.height); free(s.indeg); free(s.loc)
     free(s.needed); free(s.cons_at); free(s.cons)
     free(s.rd_at); free(s.rd_n); free(s.avg_depth); free(s.avg_height); free(s.rd)
-    free(s.active); free(s.active_pos); free(s.picked); free(s.sig_stamp); free(s.used)
+    free(s.active); free(s.active_pos); free(s.picked); free(s.fuse); free(s.sig_stamp); free(s.used)
     free(s.fd_at); free(s.fd_n); free(s.fd)
     memset(s, 0, sizeof(Sched))

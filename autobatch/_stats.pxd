@@ -12,6 +12,7 @@ cdef dict operand_stats(const Traffic* t)
 
 cdef dict batch_stats(const NodeView* v, const BatchLog* log, const SigTable* sigs,
                       bint unbatched_strategy)
+cdef dict fusion_stats(const NodeView* v, const BatchLog* log)
 cdef list batch_list(const NodeView* v, const BatchLog* log)
 cdef print_batch_list(const NodeView* v, const BatchLog* log, object file)
 cdef print_graphviz(const NodeView* v, object out)

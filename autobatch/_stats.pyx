@@ -108,6 +108,27 @@ cdef dict batch_stats(const NodeView* v, const BatchLog* log, const SigTable* si
     }
 
 
+cdef dict fusion_stats(const NodeView* v, const BatchLog* log):
+    """The fused chains that ran (_fusion.pyx): how many, how many of their stages
+    (batches) and nodes ran fused, and per pattern ("matmul>add>logistic": the
+    producer batch's op, then the stages' ops) the number of chains."""
+    patterns = {}
+    cdef int64_t bi = 0, k, chains = 0, stages = 0, nodes = 0
+    while bi < log.n:
+        k = bi + 1
+        while k < log.n and log.chained[k]:
+            k += 1
+        if k > bi + 1:
+            chains += 1
+            stages += k - bi - 1
+            nodes += (k - bi - 1) * log.count[bi]
+            name = ">".join(op_name(v, log.ids[log.at[b]]) for b in range(bi, k))
+            patterns[name] = patterns.get(name, 0) + 1
+        bi = k
+    return {"chains": int(chains), "batches": int(stages), "nodes": int(nodes),
+            "patterns": patterns}
+
+
 cdef list batch_list(const NodeView* v, const BatchLog* log):
     """The batches in execution order: (op name, [node ids])."""
     out = []

@@ -255,11 +255,12 @@ def test_agenda_reaches_the_lower_bound_on_chains_of_different_lengths():
 def test_backward_from_a_node_whose_batch_holds_non_ancestors(strategy):
     """a1 and a2 run in one batch; backward from a1 alone must not touch a2's
     (absent) gradient storage. This used to segfault: the batch's kernel wrote the
-    gradient of a2's argument tanh(q) through a NULL pointer."""
+    gradient of a2's argument tanh(q) through a NULL pointer. Unfused: fusion runs
+    a1 in the pass of exp(...) (tests/test_fusion.py covers its partial backward)."""
     pc = dy.ParameterCollection(seed=0)
     p, q = pc.add_parameters(1), pc.add_parameters(1)
     for _ in range(3):
-        dy.renew_cg(strategy=strategy)
+        dy.renew_cg(strategy=strategy, fusion=False)
         t = dy.tanh(q.expr(True))
         a2 = p + t                      # before a1: gradient() is of nodes up to a1
         a1 = p + dy.exp(vec(0.5))
