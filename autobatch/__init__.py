@@ -33,7 +33,7 @@ from autobatch._core import (
     inverse, logdet, trace_of_product, contract3d_1d, contract3d_1d_bias, contract3d_1d_1d,
     contract3d_1d_1d_bias, sparsemax, constrained_softmax, kmh_ngram, filter1d_narrow,
     circ_conv, circ_corr,
-    bmax, bmin, emax, flip_gradient, round, ceil, floor,
+    bmax, bmin, emax, flip_gradient, round, ceil, floor, argmax,
     cumsum, logsumexp_dim, moment_elems, moment_dim, moment_batches, mean_batches,
     std_elems, std_dim, std_batches, layer_norm, weight_norm,
     pairwise_rank_loss, poisson_loss, l1_distance, huber_distance, hinge_dim,

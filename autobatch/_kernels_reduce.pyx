@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Reductions: sums, norms and losses of one or two arguments, max/min along a
-dimension, sum_dim/mean_dim, sum_batches."""
+dimension (and argmax's one-hot of the position), sum_dim/mean_dim, sum_batches."""
 from libc.math cimport fabsf, logf, log, sqrt
 from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memcpy, memset
@@ -177,6 +177,37 @@ cdef void extreme_dim_bwd(Batch* b) noexcept nogil:
         dy = NODE(b, j).grad
         for i in range(NODE(b, j).size):
             dx[pos[i]] += dy[i]
+
+cdef void argmax_fwd(Batch* b) noexcept nogil:
+    # the one-hot vector of the first largest element of each batch element's vector
+    # (DyNet's argmax: vectors only, ties to the first position as Eigen's argmax)
+    cdef int j, k, i, best, m = NODE(b, 0).d[0]
+    cdef float* x
+    cdef float* y
+    for j in range(b.n):
+        x = ARG(b, j, 0).val
+        y = NODE(b, j).val
+        for k in range(NODE(b, j).bs):
+            best = 0
+            for i in range(1, m):
+                if x[k * m + i] > x[k * m + best]:
+                    best = i
+            memset(&y[k * m], 0, m * sizeof(float))
+            y[k * m + best] = 1.0
+
+cdef void argmax_bwd(Batch* b) noexcept nogil:
+    # zero_gradient: nothing flows back (the engine zeroed the argument's gradient);
+    # straight_through_gradient: the identity's gradient
+    if NODE(b, 0).attr.scalar.value == 0.0 or not batch_arg_needs_grad(b, 0):
+        return
+    cdef int j, i
+    cdef float* dx
+    cdef float* dy
+    for j in range(b.n):
+        dx = ARG(b, j, 0).grad
+        dy = NODE(b, j).grad
+        for i in range(NODE(b, j).size):
+            dx[i] += dy[i]
 
 cdef void reduce_strides(const Node* x, int mask, int* size, int* ostride) noexcept nogil:
     """Sizes of x's dimensions and batch, and their strides in the output of a sum over

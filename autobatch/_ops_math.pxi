@@ -98,16 +98,21 @@ def flip_gradient(x):
     return ELEMENTWISE_FUNCTIONS["scale_gradient"](x, -1.0)
 
 
-# DyNet's gradient modes of round, ceil and floor: no gradient, or the identity's
+# DyNet's gradient modes of round, ceil, floor and argmax: no gradient, or the identity's
 cdef dict _GRADIENT_MODES = {"zero_gradient": 0.0, "straight_through_gradient": 1.0}
 
 
-cdef Expression _rounding(int op, object x, object gradient_mode):
+cdef float _gradient_mode(int op, object gradient_mode) except -1:
+    """The op's straight_through attribute: 0 (zero_gradient) or 1."""
     mode = _GRADIENT_MODES.get(gradient_mode) if isinstance(gradient_mode, str) else None
     if mode is None:
         raise ValueError(f"Unknown gradient mode for {OP_NAMES[op]}: {gradient_mode!r} "
                          f"(zero_gradient or straight_through_gradient)")
-    return _unary(op, _as_expr(x), mode)
+    return mode
+
+
+cdef Expression _rounding(int op, object x, object gradient_mode):
+    return _unary(op, _as_expr(x), _gradient_mode(op, gradient_mode))
 
 
 def round(x, gradient_mode):
@@ -129,6 +134,28 @@ def ceil(x, gradient_mode):
 def floor(x, gradient_mode):
     """Elementwise floor (DyNet's floor); gradient_mode, shapes and batching as round."""
     return _rounding(OP_FLOOR, x, gradient_mode)
+
+
+def argmax(x, gradient_mode):
+    """The one-hot vector of the position of the largest element of the vector x
+    (DyNet's argmax): y[i] = 1 where x[i] is largest, the first such i on ties, 0
+    elsewhere. x: shape (n,), any batch; y: (n,), the same batch, one one-hot per batch
+    element. As in DyNet, only vectors: a matrix or tensor raises DimensionError (use
+    reshape first to take the argmax of all elements).
+    gradient_mode: "zero_gradient" (the gradient stops here: none reaches x) or
+    "straight_through_gradient" (the straight-through estimator: the gradient passes
+    to x unchanged, as the identity's). Nodes of one length and mode batch into one
+    kernel call.
+
+        y = dy.argmax(scores, "straight_through_gradient")   # hard choice, trainable
+    """
+    cdef Expression e = _as_expr(x)
+    cdef Node* n = _check(e)
+    cdef Attrs at = _scalar_attr(_gradient_mode(OP_ARGMAX, gradient_mode))
+    if n.nd != 1:
+        raise DimensionError(f"argmax: only vectors are supported (as in DyNet), got shape "
+                             f"{_dimstr(n)}")
+    return _wrap(_here().add_node(OP_ARGMAX, 1, &e.idx, _like(n, n.bs), 0, &at))
 
 
 def colwise_add(x, y):

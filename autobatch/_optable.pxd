@@ -41,10 +41,11 @@ cdef enum OpId:
     # DyNet's other math: elementwise max/min, rounding (straight-through or zero
     # gradient), Poisson loss, the L1 and Huber distances, dropout with a mask shared
     # along dimensions, cumulative sums and logsumexp along a dimension, log_softmax
-    # restricted to some elements, layer normalisation, standard deviations
+    # restricted to some elements, layer normalisation, standard deviations, the
+    # one-hot argmax (straight-through or zero gradient)
     OP_BMAX, OP_BMIN, OP_ROUND, OP_CEIL, OP_FLOOR, OP_POISSON_LOSS,
     OP_L1_DISTANCE, OP_HUBER_DISTANCE, OP_DROPOUT_DIM, OP_CUMSUM, OP_LOGSUMEXP_DIM,
-    OP_RESTRICTED_LOG_SOFTMAX, OP_LAYER_NORM, OP_STD_DIM
+    OP_RESTRICTED_LOG_SOFTMAX, OP_LAYER_NORM, OP_STD_DIM, OP_ARGMAX
     N_FIXED_OPS
 
 cdef const OpDef* op_table() noexcept nogil

@@ -168,6 +168,7 @@ defop(OP_RESTRICTED_LOG_SOFTMAX, b"restricted_log_softmax", 1, restricted_log_so
       restricted_log_softmax_bwd)
 defop(OP_LAYER_NORM, b"layer_norm", 3, layer_norm_fwd, layer_norm_bwd)   # x, g, b stacked
 defop(OP_STD_DIM, b"std_dim", 1, std_dim_fwd, std_dim_bwd, b"mask: int, scale: float")
+defop(OP_ARGMAX, b"argmax", 1, argmax_fwd, argmax_bwd, b"straight_through: float")
 
 # the API's unary ops: one line of _elementwise.h each (their attribute, if any, is
 # the constant A, a float)

@@ -1,6 +1,6 @@
 """Test cases (see op_cases.py) of DyNet's ops added for issue 8, group A: moments and
 standard deviations, cumsum, logsumexp_dim, restricted log_softmax, hinge_dim, the
-losses and distances, bmax/bmin/emax, rounding, dropout along dimensions, the
+losses and distances, bmax/bmin/emax, rounding, argmax, dropout along dimensions, the
 normalisations. Composites are registered under the op of their last node; op_cases
 imports this module, so these variants run in every generated test."""
 import math
@@ -68,6 +68,39 @@ for _op, _np_f, _akw in (("round", np.round, {"away": 0.6, "hi": 1.4}),
         variant(_op, f"straight_through-{_sname}", grad_check=False)(_unary_case(
             lambda x, f=getattr(dy, _op): f(x, gradient_mode="straight_through_gradient"),
             _np_f, _shape, _bs, _akw))
+
+# ------------------------------------------------------------ argmax ----
+
+def _one_hot_max(v):
+    """The full value of x (dims..., batch) -> the one-hot of its first maximum along
+    dimension 0, for each batch element."""
+    r = np.zeros_like(v)
+    np.put_along_axis(r, np.argmax(v, axis=0)[None], 1.0, axis=0)
+    return r
+
+
+def _argmax_case(shape, bs, mode):
+    def fn(c):
+        x = c.distinct(shape, bs)        # no ties: the finite difference of y is 0
+        return (lambda: dy.argmax(x.expr(), mode)), (lambda: from_full(_one_hot_max(x.value()), 1))
+    return fn
+
+
+for _sname, (_shape, _bs) in {"vec": ((5,), 1), "batched": ((4,), 3), "one": ((1,), 2)}.items():
+    variant("argmax", f"zero_gradient-{_sname}")(_argmax_case(_shape, _bs, "zero_gradient"))
+    # the straight-through gradient is not the finite difference: test_argmax
+    variant("argmax", f"straight_through-{_sname}", grad_check=False)(
+        _argmax_case(_shape, _bs, "straight_through_gradient"))
+
+
+def _argmax_ties_case(c):
+    """Ties: the first largest position wins (as DyNet, Eigen's argmax)."""
+    x = c.arg((5,), bs=2, values=np.array([[0.5, 2.0, -1.0, 2.0, 2.0], [3.0, 3.0, 0.0, 3.0, 1.0]]).T)
+    return (lambda: dy.argmax(x.expr(), "straight_through_gradient")), \
+        (lambda: from_full(_one_hot_max(x.value()), 1))
+
+
+variant("argmax", "ties", grad_check=False)(_argmax_ties_case)
 
 # ------------------------------------------------------------ cumsum, lse ----
 
