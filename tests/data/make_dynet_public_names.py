@@ -1,7 +1,10 @@
 """Lists DyNet's public Python API as python_ref.rst documents it, with signatures.
 
 Run with the dynet38 venv's python: gen_names.py python_ref_directives.rst
-Each line: qualified name, a tab, the signature DyNet's module reports (or '-')."""
+Each line: qualified name, a tab, the signature DyNet's module reports (or '-').
+Names that dynet38 exports beyond python_ref.rst are appended to
+dynet_public_names.txt by hand, in the same format (argmax: `argmax\t(x, gradient_mode)`,
+as inspect.signature(dynet.argmax) reports it)."""
 import inspect, re, sys
 import dynet
 
