@@ -185,6 +185,10 @@ cdef class Expression:
         cdef Node* n = _check(self)
         return _here().shape_of(self.idx), n.bs
 
+    def _batch_size(self):
+        """dim()[1] without making the shape tuple (the builders ask it every step)."""
+        return _check(self).bs
+
     def forward(self, recalculate=False):
         """Compute the value; with recalculate=True everything is computed again (after
         changing parameter values, say), else only what was not computed yet."""

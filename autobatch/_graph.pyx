@@ -346,8 +346,14 @@ cdef class ComputationGraph:
     # ------------------------------------------------------ inspection ----
 
     cdef tuple shape_of(self, int32_t i):
+        # a plain loop, not tuple(genexpr): Expression.dim() calls this for every
+        # builder step, and a generator costs a frame and its resumptions per call
         cdef Node* n = &self.nodes[i]
-        return tuple(n.d[a] for a in range(n.nd))
+        cdef int a
+        cdef list dims = []
+        for a in range(n.nd):
+            dims.append(n.d[a])
+        return tuple(dims)
 
     cdef object value_array(self, int32_t i, bint grad):
         """Copy of a node's value (or gradient) as numpy, DyNet's shape conventions

@@ -143,7 +143,7 @@ class VanillaLSTMBuilder(_RNNBuilder):
             pre = affine_transform([pre, Wh, h])
         gates = lstm_gates(pre, self.hidden_dim, self.forget_bias)
         if c is None:
-            c = zeros(self.hidden_dim, batch_size=x.dim()[1])
+            c = zeros(self.hidden_dim, batch_size=x._batch_size())
         c = lstm_cell(gates, [c])
         return lstm_hidden(c, gates), c
 
@@ -155,7 +155,7 @@ class VanillaLSTMBuilder(_RNNBuilder):
             pre = pre + layer_norm(Wh * h, gh, bh)
         gates = lstm_gates(pre, self.hidden_dim, self.forget_bias)
         if c is None:
-            c = zeros(self.hidden_dim, batch_size=x.dim()[1])
+            c = zeros(self.hidden_dim, batch_size=x._batch_size())
         c = lstm_cell(gates, [c])
         return lstm_hidden(layer_norm(c, gc, bc), gates), c
 

@@ -86,7 +86,7 @@ class CompactVanillaLSTMBuilder(_RNNBuilder):
         Wx, Wh, b = p
         if self.weightnoise_std > 0.0:
             Wx, Wh, b = (noise(w, self.weightnoise_std) for w in (Wx, Wh, b))
-        batch = x.dim()[1]
+        batch = x._batch_size()
         if h is None:
             h = zeros(self.hidden_dim, batch_size=batch)
         if c is None:

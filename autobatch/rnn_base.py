@@ -297,12 +297,15 @@ class _RNNBuilder:
         return self._param_exprs[layer]
 
     def _step(self, state, x):
-        masks, has_cell = state._masks[0], self._has_cell
-        batch = x.dim()[1]
+        masks, has_cell, layers = state._masks[0], self._has_cell, self.layers
+        batch = x._batch_size()
         hs, cs = [], []
-        for layer in range(self.layers):
-            h_prev = _broadcast(state._h[layer], batch, self.hidden_dim)
-            c_prev = _broadcast(state._c[layer], batch, self.hidden_dim) if has_cell else None
+        for layer in range(layers):
+            h_prev = state._h[layer]
+            c_prev = state._c[layer] if has_cell else None
+            if batch != 1:          # (unbatched inputs, the common case, skip the calls)
+                h_prev = _broadcast(h_prev, batch, self.hidden_dim)
+                c_prev = _broadcast(c_prev, batch, self.hidden_dim)
             if masks is not None:
                 mx, mh = masks[layer]
                 if mx is not None:
@@ -312,13 +315,14 @@ class _RNNBuilder:
             x, c = self._cell(self._layer_params(layer), x, h_prev, c_prev)
             hs.append(x)
             cs.append(c)
-            batch = x.dim()[1]
+            if layer + 1 < layers:
+                batch = x._batch_size()
         return hs, (cs if has_cell else None)
 
 
 def _broadcast(e, batch, dim):
     """`e` (batch size 1) over a batch of `batch`, as DyNet's builders broadcast a
     single initial state over batched inputs."""
-    if e is None or batch == 1 or e.dim()[1] == batch:
+    if e is None or batch == 1 or e._batch_size() == batch:
         return e
     return e + zeros(dim, batch_size=batch)
