@@ -41,6 +41,14 @@ def child(a):
     from autobatch.bench.run import AutobatchSystem
     if a.profile:
         dy.set_profiling(True)
+    if a.task == "micro":       # the micro-benchmark's step (tanh chains), --hidden as size
+        from autobatch.bench import micro
+        pc, W, b = micro.make_model(a.hidden)
+        data_ = micro.make_data(a.hidden, a.batch_size, 100)
+        trainer = dy.SimpleSGDTrainer(pc, 1e-4)
+        for k in range(a.steps + 1):
+            micro.step(W, b, data_, trainer, a.strategy)
+        return
     # the same data for every number of steps (some tasks draw their instances
     # differently when asked for more), so that runs of 1 and 3 steps share minibatches
     meta, inst = data.make(a.task, a.batch_size * (max(a.steps, 3) + 1), a.seed)
