@@ -5,7 +5,12 @@
 runs DyNet-style programs: expressions record nodes of a lazy graph; when a value is
 needed, a Cython scheduler groups same-signature nodes across the whole minibatch
 into batched kernels, forward and backward.
+
+``ELEMENTWISE_FUNCTIONS`` maps the name of every elementwise function made from a line
+of ``_elementwise.h`` (``tanh``, ``logistic``, ``elu``, ...) to the function.
+``python -m autobatch`` prints the version, BLAS and SIMD in use (``show_config()``).
 """
+__version__ = "0.1.0"     # the one place: pyproject.toml reads it from here
 from autobatch.errors import DimensionError, StaleExpressionError
 from autobatch._graph import ComputationGraph
 from autobatch._stats import set_profiling, profiling
@@ -40,8 +45,8 @@ from autobatch._core import (
     dropout_dim, dropout_batch, block_dropout, random_bernoulli, random_gumbel,
 )
 # tanh, logistic, rectify, elu, exp, log, ...: one function per line of AB_UNARY_OPS
-# in _elementwise.h
-globals().update(ELEMENTWISE_FUNCTIONS)
+# in _elementwise.h (its __all__; editors and mypy see them through _core.pyi)
+from autobatch._core import *  # noqa: F401,F403
 from autobatch.initializers import (
     PyInitializer, GlorotInitializer, NormalInitializer, UniformInitializer, ConstInitializer,
     IdentityInitializer, SaxeInitializer, NumpyInitializer, FromFileInitializer,
@@ -74,8 +79,7 @@ logistic_sigmoid = logistic
 rectified = rectify
 
 from autobatch.blas import blas_info, set_blas_threads, _configure_from_environment
+from autobatch.report import show_config, config_info
 
 _configure_from_environment()
 init()      # DyNet's --dynet-* flags of sys.argv, read at import as DyNet does
-
-__version__ = "0.1.0"

@@ -19,7 +19,9 @@ from autobatch._graph cimport ComputationGraph, new_version
 from autobatch._kernels_conv cimport (ConvGeom, conv_geom, pool_geom, GEOM_OK, GEOM_BAD_ARG,
                                       GEOM_FILTER_TOO_BIG)
 
+import inspect
 import operator
+import re
 import threading
 
 import numpy as np
@@ -36,6 +38,7 @@ include "_expression.pxi"
 include "_parameters.pxi"
 include "_ops_inputs.pxi"
 include "_ops_math.pxi"
+include "_ops_reduce.pxi"
 include "_ops_structure.pxi"
 include "_ops_conv.pxi"
 include "_ops_select.pxi"
@@ -45,3 +48,9 @@ include "_ops_losses.pxi"
 include "_ops_random.pxi"
 include "_indexing.pxi"
 include "_reuse.pxi"
+
+# The public names, for `from autobatch._core import *` in __init__.py: everything
+# defined here, the elementwise functions made from _elementwise.h among them.
+__all__ = sorted(name for name, value in globals().items()
+                 if not name.startswith("_")
+                 and getattr(value, "__module__", None) in ("autobatch", "autobatch._core"))

@@ -20,6 +20,19 @@
 #define AB_LOOP
 #endif
 
+/* Which of the clones above the loader picked: the same test, in the same order, as
+ * GCC's resolver for target_clones (reported by `python -m autobatch`). */
+static inline const char* ab_simd_level(void) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AB_NO_CLONES)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return "avx512f";
+    if (__builtin_cpu_supports("avx2")) return "avx2";
+    return "default (sse2)";
+#else
+    return "portable (no target clones)";
+#endif
+}
+
 #define SELU_L 1.0507009873554804934f
 #define SELU_A 1.6732632423543772848f
 
@@ -126,9 +139,12 @@ typedef struct {
     float attr_default;
     ab_unary_fwd fwd;
     ab_unary_bwd bwd;
+    const char* fwd_text;   /* the line's FWD and DERIV as written: the docstring shows them */
+    const char* deriv_text;
 } ab_unary_info;
 
-#define AB_UNARY_INFO(NAME, ATTR, DEFAULT, FWD, DERIV) {#NAME, #ATTR, DEFAULT, ab_##NAME##_fwd, ab_##NAME##_bwd},
+#define AB_UNARY_INFO(NAME, ATTR, DEFAULT, FWD, DERIV) \
+    {#NAME, #ATTR, DEFAULT, ab_##NAME##_fwd, ab_##NAME##_bwd, #FWD, #DERIV},
 static const ab_unary_info ab_unary_api[] = { AB_UNARY_OPS(AB_UNARY_INFO) };
 #define AB_UNARY_API_COUNT ((int)(sizeof(ab_unary_api) / sizeof(ab_unary_api[0])))
 

@@ -77,7 +77,12 @@ def cg_version():
     """The current graph's version, as DyNet's: the first graph is 0 and every renew_cg
     gives the next number (when no cg_revert came between). cg_revert gives the graph a
     new version too (DyNet's stays; see docs/dynet.md): expressions made before the
-    checkpoint stay valid, caches keyed by the version are rebuilt."""
+    checkpoint stay valid, caches keyed by the version are rebuilt.
+
+    Example::
+
+        v = dy.cg_version(); dy.renew_cg(); assert dy.cg_version() != v
+    """
     return _here().version_id
 
 
@@ -156,25 +161,48 @@ cdef str _dimstr(Node* n):
 
 @cython.freelist(1024)
 cdef class Expression:
-    """Handle to a node of the current computation graph (graph version + index).
+    """Handle to a node of the current computation graph (graph version + index): what
+    every ``dy.`` function returns. Making one only records the node; ``value()``,
+    ``npvalue()``, ``forward()`` or ``backward()`` compute it, batched with every other
+    pending node of the graph.
+
+    Operators build nodes as DyNet's: ``x + y``, ``x - y``, ``-x``, ``x * y`` (a matrix
+    product, or scaling when one side is a number or has one element), ``x / y``,
+    ``x ** y``, ``x[i]`` (``pick``) and ``x[a:b]`` (``pick_range``); numbers may stand on
+    either side. ``dim()`` is ``(shape, batch size)``.
+
+    An Expression belongs to one graph of one thread: after ``renew_cg()`` it is stale
+    (StaleExpressionError), and it cannot be pickled (pickle ``npvalue()`` instead).
+
     Parameters and LookupParameters are Expressions too (as in DyNet): each use stands
-    for their node in the calling thread's current graph."""
+    for their node in the calling thread's current graph.
+
+    Example::
+
+        h = dy.tanh(W * x + b)        # three nodes; nothing computed yet
+        print(h.npvalue())            # computes them (and everything else pending)
+    """
     cdef int32_t idx
     cdef int32_t version
 
     @property
     def vindex(self):
+        """The index of this expression's node in its graph (DyNet's ``vindex``)."""
         if _is_param(self):
             _check(self)
         return self.idx
 
     @property
     def cg_version(self):
+        """The version of the graph this expression belongs to (compare
+        ``dy.cg_version()``)."""
         if _is_param(self):
             _check(self)
         return self.version
 
     def is_stale(self):
+        """True when the graph this expression was made in has been renewed (``renew_cg``)
+        or reverted past it since: using it then raises StaleExpressionError."""
         if _is_param(self):
             return False                # stands for its node of whichever graph uses it
         cdef ComputationGraph g = _here()
@@ -218,6 +246,9 @@ cdef class Expression:
         return _here().value_array(self.idx, False)
 
     def scalar_value(self, recalculate=False):
+        """The value of a one-element expression as a float (DyNet's ``scalar_value``); ValueError
+        for any other shape. Computes what is needed first (batched), as ``value()``.
+        """
         cdef Node* n = _check(self)
         if n.size != 1:
             raise ValueError(f"scalar_value() of an expression of shape {_dimstr(n)}")
@@ -231,6 +262,7 @@ cdef class Expression:
         return _here().value_array(self.idx, False).ravel(order="F").tolist()
 
     def tensor_value(self, recalculate=False):
+        """The value as a numpy array, as ``npvalue()`` (DyNet's ``tensor_value``)."""
         return self.npvalue(recalculate)
 
     def backward(self, full=False):

@@ -42,8 +42,8 @@ cdef class ComputationGraph:
     cdef RowMark* marks                 # trainable lookups: rows a backward marks as used
     cdef int64_t n_marks, cap_marks
     cdef list keepalive                 # Python objects whose memory nodes point into
-    cdef readonly int32_t version_id    # cg_version(): a new one, unique in the process, at
-                                        # every renew_cg and cg_revert (nodes' `born`)
+    cdef readonly int32_t version_id    # cg_version(); nodes' `born`
+    """The graph's version: ``renew_cg()`` and ``cg_revert()`` give the graph a new one, unique in the process (``dy.cg_version()``)."""
     cdef int32_t backward_target        # node the last backward started from; -1: none
                                         # since the graph was started or invalidated
     # the stages' state
@@ -58,10 +58,14 @@ cdef class ComputationGraph:
     # strategy and switches
     cdef int strategy_id
     cdef readonly object strategy
+    """The strategy that chooses this graph's batches (``set_strategy`` changes it)."""
     cdef bint busy                      # a forward is running (a Python strategy may be called)
     cdef readonly bint immediate_compute   # compute every node when it is created (debugging)
+    """Whether every node is computed when it is created (``renew_cg(immediate_compute=True)``)."""
     cdef readonly bint check_validity      # raise on the first NaN or infinity a kernel produces
+    """Whether a NaN or infinity raises FloatingPointError (``renew_cg(check_validity=True)``)."""
     cdef readonly bint fusion              # run elementwise chains fused (_fusion.pyx)
+    """Whether elementwise chains run fused (``renew_cg(fusion=...)``, ``set_default_fusion``)."""
     # statistics
     cdef public double t_build, t_schedule, t_forward, t_backward
     cdef bint profiling                 # dy.set_profiling() when the graph was renewed
@@ -69,6 +73,7 @@ cdef class ComputationGraph:
     cdef Traffic traffic
     cdef double t_last
     cdef public int n_forward_calls, n_backward_calls
+    """How many forward and backward passes ran in this graph."""
     cdef int64_t n_backward_chains      # fused chains whose backward ran as one pass
 
     cdef void _clear(self)

@@ -110,6 +110,10 @@ cdef class ComputationGraph:
         self.t_last = now()
 
     cpdef set_strategy(self, strategy):
+        """Use ``strategy`` (a registered name such as "agenda", or a strategy object) for the
+        batches computed from now on in this graph; ``renew_cg(strategy=...)`` sets it for a new
+        graph. ValueError for an unknown name.
+        """
         self.strategy = resolve_strategy(strategy)
         self.strategy_id = strategy_id(self.strategy)
 
@@ -380,11 +384,15 @@ cdef class ComputationGraph:
         return idx
 
     def forward(self, e):
-        """Compute `e` (an Expression, or a node index as DyNet's VariableIndex)."""
+        """Compute ``e`` (an Expression, or a node index as DyNet's VariableIndex) and every
+        ancestor not computed yet, in batches chosen by the graph's strategy (as
+        ``e.forward()``)."""
         self.forward_to(self._node_arg(e))
 
     def backward(self, e, full=False):
-        """Backward from the scalar `e` (an Expression or a node index)."""
+        """Backward from the scalar ``e`` (an Expression or a node index), as
+        ``e.backward(full)``: the batches of the forward pass in reverse, gradients added
+        into the parameters' (and, with ``full=True``, kept for every node)."""
         self.backward_from(self._node_arg(e), full)
 
     def version(self):
@@ -450,6 +458,7 @@ cdef class ComputationGraph:
 
     @property
     def num_nodes(self):
+        """The number of nodes created in this graph so far."""
         return int(self.n_nodes)
 
     cpdef invalidate(self):

@@ -320,3 +320,10 @@ cdef void logsumexp_bwd(Batch* b) noexcept nogil:
             if x.flags & F_NEEDS_GRAD:
                 for i in range(m):
                     x.grad[i] += exp_nonpos(x.val[i] - y[i]) * dy[i]
+
+
+def simd_level():
+    """The instruction set whose clone of the elementwise loops runs on this processor:
+    'avx512f', 'avx2' or 'default (sse2)' on x86-64 (GCC's ``target_clones``, picked when
+    the module loads), else 'portable (no target clones)'. Reported by ``python -m autobatch``."""
+    return ab_simd_level().decode()

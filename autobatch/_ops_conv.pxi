@@ -60,20 +60,50 @@ cdef Expression _conv(object x, object f, object b, object stride, object is_val
 
 
 def conv2d(x, f, stride, is_valid=True):
-    """2-d cross-correlation of images x (H, W, C_in) with filters f (KH, KW, C_in,
-    C_out); stride (rows, columns); is_valid: no padding, else SAME (output
-    ceil(H / stride), padding split with the odd one at the bottom/right), as DyNet."""
+    """2-d cross-correlation of images ``x`` (H, W, C_in) with filters ``f`` (KH, KW, C_in,
+    C_out) (DyNet's ``dy.conv2d(x, f, stride, is_valid=True)``): ``stride`` is (rows,
+    columns); ``is_valid`` means no padding, else SAME (output ceil(H / stride), the
+    padding split with the odd one at the bottom/right), as DyNet. A 2-d x is one channel.
+
+    Shape: (OH, OW, C_out) per batch element; the batch is kept. Batching: every image of
+    every conv2d node with the same filter (by identity), shapes, stride and padding is
+    unfolded into one matrix, and the whole batch is one sgemm.
+
+    Example::
+
+        h = dy.rectify(dy.conv2d(image, F, stride=(1, 1), is_valid=False))
+    """
     return _conv(x, f, None, stride, is_valid, "conv2d")
 
 
 def conv2d_bias(x, f, b, stride, is_valid=True):
-    """conv2d plus a bias per output channel (b of shape (C_out,))."""
+    """``conv2d`` plus a bias per output channel, ``b`` of shape (C_out,) (DyNet's
+    ``dy.conv2d_bias(x, f, b, stride, is_valid=True)``). Shape: (OH, OW, C_out) per batch
+    element.
+
+    Batching: as conv2d (one sgemm for every image of the nodes with the same filter and
+    bias), the bias added in the same kernel.
+
+    Example::
+
+        h = dy.rectify(dy.conv2d_bias(image, F, b, (1, 1)))
+    """
     return _conv(x, f, b, stride, is_valid, "conv2d_bias")
 
 
 def maxpooling2d(x, ksize, stride, is_valid=True):
-    """Max over ksize (rows, columns) windows of each channel of images x (H, W, C),
-    moved by stride; SAME pads with -FLT_MAX (DyNet's padding and output sizes)."""
+    """The maximum over ``ksize`` (rows, columns) windows of each channel of images ``x``
+    (H, W, C), moved by ``stride`` (DyNet's ``dy.maxpooling2d(x, ksize, stride,
+    is_valid=True)``); SAME pads with -FLT_MAX (DyNet's padding and output sizes). The
+    gradient goes to the first maximum of each window.
+
+    Shape: (OH, OW, C) per batch element; the batch is kept. Batching: the maxpooling2d
+    nodes of one shape, ksize, stride and padding ready together run as one kernel.
+
+    Example::
+
+        pooled = dy.maxpooling2d(h, (2, 2), (2, 2))
+    """
     cdef Expression ex = _as_expr(x)
     cdef Node* nx = _check(ex)
     if nx.nd > 3:

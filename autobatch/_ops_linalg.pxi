@@ -112,7 +112,9 @@ def contract3d_1d(x, y):
 
 
 def contract3d_1d_bias(x, y, b):
-    """contract3d_1d(x, y) + b, b of shape (I, J)."""
+    """contract3d_1d(x, y) + b, b of shape (I, J) (DyNet's ``contract3d_1d_bias``). Per
+    batch element; batches as contract3d_1d (x shared, the products of all nodes in one
+    gemm), the bias added per node."""
     return _contract("contract3d_1d", OP_CONTRACT3D_1D, x, [y], b)
 
 
@@ -124,7 +126,8 @@ def contract3d_1d_1d(x, y, z):
 
 
 def contract3d_1d_1d_bias(x, y, z, b):
-    """contract3d_1d_1d(x, y, z) + b, b of shape (I,)."""
+    """contract3d_1d_1d(x, y, z) + b, b of shape (I,) (DyNet's ``contract3d_1d_1d_bias``).
+    Per batch element; batches as contract3d_1d_1d, the bias added per node."""
     return _contract("contract3d_1d_1d", OP_CONTRACT3D_1D_1D, x, [y, z], b)
 
 

@@ -49,15 +49,15 @@ cdef Expression _distance(int op, object x, object y, float c):
 
 
 def l1_distance(x, y):
-    """sum_i |x_i - y_i| over all elements, shape (1,) per batch element (DyNet's
+    """``sum_i |x_i - y_i|`` over all elements, shape (1,) per batch element (DyNet's
     l1_distance); x and y have the same shape, a batch of 1 broadcasts. The gradient of
-    |0| is 0. Nodes of equal shapes batch into one kernel."""
+    ``|0|`` is 0. Nodes of equal shapes batch into one kernel."""
     return _distance(OP_L1_DISTANCE, x, y, 0.0)
 
 
 def huber_distance(x, y, c=1.345):
-    """sum_i L_c(x_i - y_i) with Huber's L_c(r) = r^2 / 2 for |r| <= c, else
-    c (|r| - c / 2) (DyNet's huber_distance): shape (1,) per batch element; shapes and
+    """``sum_i L_c(x_i - y_i)`` with Huber's ``L_c(r) = r^2 / 2`` for ``|r| <= c``, else
+    ``c (|r| - c / 2)`` (DyNet's huber_distance): shape (1,) per batch element; shapes and
     batching as l1_distance."""
     cdef float cc = _finite("huber_distance", "c", c)
     if cc <= 0:

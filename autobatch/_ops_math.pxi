@@ -1,8 +1,20 @@
 # The DyNet functions of arithmetic: elementwise ops (the API's unary ops are made
-# from _elementwise.h here), sums, products, reductions, softmax. Included by
+# from _elementwise.h here), dropout and noise, max/min and rounding, sums of lists,
+# affine_transform (reductions and softmax are in _ops_reduce.pxi). Included by
 # _core.pyx; uses _expression.pxi and _shapes.pxi.
 
-def nobackprop(x): return _unary(OP_NOBACKPROP, _as_expr(x), 0.0)
+def nobackprop(x):
+    """x in the forward pass; no gradient flows back through it (DyNet's ``dy.nobackprop(x)``).
+
+    Shape: x's shape and batch size.
+
+    Batching: the nobackprop nodes of one shape ready together are one copy loop.
+
+    Example::
+
+        target = dy.nobackprop(teacher_scores)    # train the student only
+    """
+    return _unary(OP_NOBACKPROP, _as_expr(x), 0.0)
 
 
 # ------------------------------------------- the API's unary elementwise ops ----
@@ -19,15 +31,46 @@ cdef float _constant_argument(str name, str attr, float default, tuple args, dic
     return _finite(name, attr, value)
 
 
-cdef object _api_unary(int op, str name, str attr, float default):
+def _math_text(bytes c):
+    """A formula of _elementwise.h as a reader writes it: expf(X) -> exp(X), 1.0f -> 1.0."""
+    text = c.decode()
+    text = re.sub(r"\b(?:ab_fast_|ab_)(\w+)\(", r"\1(", text)        # our helpers: their math name
+    text = re.sub(r"\b([a-z0-9]+?)f\(", r"\1(", text)                  # the float versions of libm
+    text = re.sub(r"(\d)f\b", r"\1", text)                            # float literals
+    return " ".join(text.split())
+
+
+cdef str _api_unary_doc(str name, str attr, float default, const ab_unary_info* info):
+    """The docstring of a generated elementwise function, from its _elementwise.h line."""
+    sig = f"{name}(x)" if not attr else f"{name}(x, {attr}={default:g})"
+    constant = "" if not attr else f" (A = ``{attr}``, default {default:g})"
+    return (
+        f"{sig}\n\n"
+        f"Elementwise ``{name}`` (DyNet's ``dy.{name}``): every element X of x becomes\n"
+        f"``Y = {_math_text(info.fwd_text)}``{constant};\n"
+        f"the derivative is ``dY/dX = {_math_text(info.deriv_text)}``.\n\n"
+        f"x: an Expression of any shape (one to four dimensions) and any batch size; the\n"
+        f"result has the same shape and batch size.\n\n"
+        f"Batching: the {name} nodes of one signature (same shape and batch size"
+        f"{', same ' + attr if attr else ''})\n"
+        f"that are ready together run as one vectorised loop over all their elements (one\n"
+        f"call when their inputs lie contiguous in memory).\n\n"
+        f"Example::\n\n"
+        f"    h = dy.{name}(W * x + b)      # one loop for the {name} of every instance\n")
+
+
+cdef object _api_unary(int op, str name, str attr, float default, const ab_unary_info* info):
     if not attr:
         def function(x):
             return _unary(op, _as_expr(x), 0.0)
-        function.__doc__ = f"{name}(x): elementwise {name} (DyNet's dy.{name})."
+        params = [inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     else:
         def function(x, *args, **kwargs):
             return _unary(op, _as_expr(x), _constant_argument(name, attr, default, args, kwargs))
-        function.__doc__ = f"{name}(x, {attr}={default:g}): elementwise {name} (DyNet's dy.{name})."
+        params = [inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                  inspect.Parameter(attr, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)]
+    function.__doc__ = _api_unary_doc(name, attr, default, info)
+    function.__signature__ = inspect.Signature(params)   # what help(), Sphinx and stubtest show
     function.__name__ = function.__qualname__ = name
     function.__module__ = "autobatch"
     return function
@@ -40,27 +83,75 @@ for _k_api in range(AB_UNARY_API_COUNT):
     _attr = ab_unary_api[_k_api].attr.decode()
     ELEMENTWISE_FUNCTIONS[_name] = _api_unary(N_FIXED_OPS + _k_api, _name,
                                               "" if _attr == "_" else _attr,
-                                              ab_unary_api[_k_api].attr_default)
+                                              ab_unary_api[_k_api].attr_default, &ab_unary_api[_k_api])
 globals().update(ELEMENTWISE_FUNCTIONS)
 
 
 def dropout(Expression x, float p):
-    """Zero each element with probability p, scale the rest by 1/(1-p); p = 1 zeroes
-    everything (DyNet computes 0 * 1/0 = NaN there)."""
+    """Inverted dropout: each element is zeroed with probability ``p`` and the others are
+    scaled by 1/(1-p), so that nothing needs scaling at test time (DyNet's
+    ``dy.dropout(x, p)``); ``p`` in [0, 1]: p = 1 zeroes everything (DyNet computes
+    0 * 1/0 = NaN there).
+
+    Shape: x's shape and batch size. The mask of each element is drawn from (the graph's seed,
+    the node, the element), not in execution order, so it is the same under every strategy.
+
+    Batching: the dropout nodes of one shape and ``p`` ready together run as one loop.
+
+    Example::
+
+        h = dy.dropout(h, 0.3)      # training only: leave it out at test time
+    """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")
     return _unary(OP_DROPOUT, x, p)
 
 
 def noise(Expression x, float stddev):
-    """x plus Gaussian noise of standard deviation stddev."""
+    """x plus Gaussian noise of standard deviation ``stddev`` (>= 0), drawn per element from
+    (the graph's seed, the node, the element) (DyNet's ``dy.noise(x, stddev)``).
+
+    Shape: x's shape and batch size.
+
+    Batching: the noise nodes of one shape and ``stddev`` ready together run as one loop.
+
+    Example::
+
+        x = dy.noise(x, 0.1)
+    """
     if not _finite("noise", "stddev", stddev) >= 0:
         raise ValueError(f"noise: stddev must be >= 0, got {stddev}")
     return _unary(OP_NOISE, x, stddev)
 
 
-def cmult(x, y): return _binary(OP_CMULT, _as_expr(x), _as_expr(y))
-def cdiv(x, y): return _binary(OP_CDIV, _as_expr(x), _as_expr(y))
+def cmult(x, y):
+    """Elementwise product x * y (DyNet's ``dy.cmult(x, y)``).
+
+    Shape: along every dimension, the batch included, the arguments have the same size or
+    one of them 1 (DyNet's broadcasting); the result has the larger size.
+
+    Batching: the cmult nodes of one signature (shapes, batch sizes) ready together run as one
+    vectorised loop.
+
+    Example::
+
+        c = dy.cmult(i, g) + dy.cmult(f, c_prev)
+    """
+    return _binary(OP_CMULT, _as_expr(x), _as_expr(y))
+
+
+def cdiv(x, y):
+    """Elementwise quotient x / y (DyNet's ``dy.cdiv(x, y)``).
+
+    Shape: DyNet's broadcasting, as ``cmult`` (every dimension and the batch: equal sizes or 1).
+
+    Batching: the cdiv nodes of one signature ready together run as one vectorised loop.
+
+    Example::
+
+        p = dy.cdiv(e, dy.sum_elems(e))
+    """
+    return _binary(OP_CDIV, _as_expr(x), _as_expr(y))
 
 
 def bmax(x, y):
@@ -159,8 +250,16 @@ def argmax(x, gradient_mode):
 
 
 def colwise_add(x, y):
-    """x + y with the column vector y ((m,) or (m, 1)) added to every column of the
-    matrix x (m, n)."""
+    """x + y with the column vector ``y`` (rows,) or (rows, 1) added to every column of
+    the matrix ``x`` (rows, cols) (DyNet's ``dy.colwise_add(x, y)``).
+
+    Shape: x's shape; the batch sizes are equal or 1. Batching: as ``+``, one vectorised
+    loop for the nodes of one signature.
+
+    Example::
+
+        H = dy.colwise_add(W * X, b)    # X: one column per word
+    """
     cdef Expression ex = _as_expr(x), eb = _as_expr(y)
     cdef Node* a = _check(ex)
     cdef Node* b = _check(eb)
@@ -171,8 +270,17 @@ def colwise_add(x, y):
 
 
 def pow(x, y):
-    """Elementwise x ** y; y may be a one-element expression (or a number), and
-    broadcasts as in cmult; x may be a number (2 ** e)."""
+    """Elementwise x ** y; ``y`` may be a one-element expression or a number, and
+    broadcasts as in cmult; ``x`` may be a number (``2 ** e``) (DyNet's ``dy.pow(x, y)``).
+
+    Shape: x's shape; batch sizes equal or 1.
+
+    Batching: the pow nodes of one signature ready together run as one vectorised loop.
+
+    Example::
+
+        y = dy.pow(x, dy.scalarInput(3.0))
+    """
     if _is_number(y):
         y = constant((1,), y)
     if _is_number(x):
@@ -180,13 +288,61 @@ def pow(x, y):
     return _binary(OP_POW, _as_expr(x), _as_expr(y))
 
 
-def esum(xs): return _nary_same(OP_ESUM, xs, True)
-def average(xs): return _nary_same(OP_AVERAGE, xs, True)
-def logsumexp(xs): return _nary_same(OP_LOGSUMEXP, xs, False)
+def esum(xs):
+    """The sum of a list of expressions of one shape (DyNet's ``dy.esum(xs)``).
+
+    Shape: the arguments' shape; their batch sizes are equal or 1 (broadcast). Batching:
+    the esum nodes with the same number of arguments and shapes ready together run as
+    one loop. It is how per-instance losses become a minibatch loss.
+
+    Example::
+
+        loss = dy.esum([dy.pickneglogsoftmax(W * h + b, y) for h, y in zip(hs, ys)])
+    """
+    return _nary_same(OP_ESUM, xs, True)
+
+
+def average(xs):
+    """The mean of a list of expressions of one shape (DyNet's ``dy.average(xs)``).
+
+    Shape: the arguments' shape; batch sizes equal or 1. Batching: as ``esum``.
+
+    Example::
+
+        sentence = dy.average([dy.lookup(E, w) for w in words])   # a bag of words
+    """
+    return _nary_same(OP_AVERAGE, xs, True)
+
+
+def logsumexp(xs):
+    """log(sum_k exp(xs[k])) elementwise over a list of expressions of the same shape
+    (DyNet's ``dy.logsumexp(xs)``), computed stably (the maximum taken out first).
+
+    Shape: the arguments' shape and batch size (all equal). Batching: the logsumexp nodes
+    with the same number of arguments and shapes ready together run as one loop.
+
+    Example::
+
+        log_z = dy.logsumexp([score_a, score_b, score_c])
+    """
+    return _nary_same(OP_LOGSUMEXP, xs, False)
 
 
 def affine_transform(exprs):
-    """exprs = [b, W1, x1, W2, x2, ...]: b + W1 x1 + W2 x2 + ..."""
+    """``b + W1 * x1 + W2 * x2 + ...`` from the list ``exprs = [b, W1, x1, W2, x2, ...]`` (DyNet's
+    ``dy.affine_transform(exprs)``).
+
+    Shape: every ``Wk * xk`` has the same (rows, cols); ``b`` is (rows,) or (rows, cols). Batch
+    sizes: equal or 1 across all terms.
+
+    Batching: nodes with the same weights (by identity) and shapes run as one gemm per
+    weight over all their columns, then one bias loop: the products of all instances of
+    a time step cost one sgemm each.
+
+    Example::
+
+        h = dy.tanh(dy.affine_transform([b, Wx, x, Wh, h_prev]))
+    """
     xs = list(exprs)
     if len(xs) % 2 != 1:
         raise ValueError("affine_transform: expects [b, W1, x1, W2, x2, ...] (an odd number)")
@@ -215,121 +371,3 @@ def affine_transform(exprs):
                                   _product_shape("affine_transform", nrows, ncols, x_nd, bs)))
     finally:
         free(ids)
-
-
-cdef Expression _reduce(int op, Expression x):
-    cdef Node* n = _check(x)
-    return _wrap(_here().add_node(op, 1, &x.idx, _matrix_shape(OP_NAMES[op], 1, 1, n.bs)))
-
-
-def sum_elems(Expression x): return _reduce(OP_SUM_ELEMS, x)
-def mean_elems(Expression x): return _reduce(OP_MEAN_ELEMS, x)
-def squared_norm(Expression x): return _reduce(OP_SQUARED_NORM, x)
-def l2_norm(Expression x): return _reduce(OP_L2_NORM, x)
-
-
-cdef Expression _pair_reduce(int op, Expression x, Expression y):
-    cdef Node* a = _check(x)
-    cdef Node* b = _check(y)
-    name = OP_NAMES[op]
-    if a.nd != b.nd or not _same_dims(a, b):     # DyNet: trailing 1s count here
-        raise DimensionError(f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not match")
-    cdef int bs = _bs2(name, a, b)
-    cdef int32_t argv[2]
-    argv[0] = x.idx
-    argv[1] = y.idx
-    return _wrap(_here().add_node(op, 2, argv, _matrix_shape(name, 1, 1, bs)))
-
-
-def dot_product(Expression x, Expression y): return _pair_reduce(OP_DOT, x, y)
-def squared_distance(Expression x, Expression y): return _pair_reduce(OP_SQUARED_DISTANCE, x, y)
-def binary_log_loss(Expression x, Expression y): return _pair_reduce(OP_BINARY_LOG_LOSS, x, y)
-
-
-def sum_batches(Expression x):
-    cdef Node* n = _check(x)
-    return _wrap(_here().add_node(OP_SUM_BATCHES, 1, &x.idx, _like(n, 1)))
-
-
-cdef Expression _extreme_dim(int op, Expression x, object d):
-    cdef Node* n = _check(x)
-    name = OP_NAMES[op]
-    cdef int k = _dim_index(name, n, d)
-    cdef Attrs at = _axis_attr(k)
-    return _wrap(_here().add_node(op, 1, &x.idx, _without_dims(name, n, 1 << k, n.bs), 0, &at))
-
-
-def max_dim(Expression x, d=0):
-    """The largest element along dimension d, which is removed (DyNet's max_dim); the
-    gradient goes to the first largest."""
-    return _extreme_dim(OP_MAX_DIM, x, d)
-
-
-def min_dim(Expression x, d=0):
-    """The smallest element along dimension d, which is removed."""
-    return _extreme_dim(OP_MIN_DIM, x, d)
-
-
-cdef Expression _sum_dims(int op, Expression x, object d, object b, object n):
-    """sum_dim / mean_dim: over the dimensions in the list d, and the batch if b."""
-    cdef Node* node = _check(x)
-    name = OP_NAMES[op]
-    if isinstance(d, (int, np.integer)):
-        d = [d]
-    cdef int mask = 0, k, a
-    for v in d:
-        k = _dim_index(name, node, v)
-        if mask & (1 << k):
-            raise DimensionError(f"{name}: dimension {k} is listed twice in d={list(d)}")
-        mask |= 1 << k
-    if b:
-        mask |= 1 << MAX_DIMS
-    if mask == 0:
-        raise DimensionError(f"{name}: nothing to reduce: give dimensions in d or b=True")
-    n = _as_index(n, name)
-    if n < 0:
-        raise ValueError(f"{name}: n must be >= 0, got {n}")
-    cdef int64_t count = node.bs if b else 1
-    for a in range(node.nd):
-        if mask & (1 << a):
-            count *= node.d[a]
-    cdef Attrs at
-    memset(&at, 0, sizeof(Attrs))
-    at.reduce.mask = mask
-    at.reduce.scale = 1.0 if op == OP_SUM_DIM else 1.0 / (n if n > 0 else count)
-    return _wrap(_here().add_node(op, 1, &x.idx, _without_dims(name, node, mask, 1 if b else node.bs),
-                              0, &at))
-
-
-def sum_dim(Expression x, d, b=False, n=0):
-    """Sum over the dimensions in the list d (removed from the shape), and over the batch
-    when b; n is unused (DyNet's signature)."""
-    return _sum_dims(OP_SUM_DIM, x, d, b, n)
-
-
-def mean_dim(Expression x, d, b=False, n=0):
-    """Mean over the dimensions in the list d (removed from the shape), and over the
-    batch when b; n > 0 divides the sum by n instead of the number of elements
-    (masking)."""
-    return _sum_dims(OP_MEAN_DIM, x, d, b, n)
-
-
-def softmax(Expression x, d=0):
-    """Softmax along dimension d: d=0 normalises each column, d=1 each row (any
-    dimension of an N-d value; DyNet stops at matrices)."""
-    cdef Node* n = _check(x)
-    cdef Attrs at = _axis_attr(_dim_index("softmax", n, d))
-    return _wrap(_here().add_node(OP_SOFTMAX, 1, &x.idx, _like(n, n.bs), 0, &at))
-
-
-def log_softmax(x, restrict=None):
-    """Log of the softmax of each column (dimension 0), as DyNet. restrict: a list of
-    rows; the softmax is then over those rows only and the others are -inf (their
-    gradient 0), DyNet's restricted log softmax (one row alone gives 0). DyNet takes
-    a vector there; here every column of every batch element is restricted alike."""
-    cdef Expression e = _as_expr(x)
-    if restrict is not None:
-        return _restricted_log_softmax(e, restrict)
-    cdef Node* n = _check(e)
-    cdef Attrs at = _axis_attr(0)
-    return _wrap(_here().add_node(OP_LOG_SOFTMAX, 1, &e.idx, _like(n, n.bs), 0, &at))

@@ -3,6 +3,17 @@
 # _core.pyx; uses _expression.pxi and _shapes.pxi.
 
 def concatenate_to_batch(xs):
+    """The arguments, of one shape, as one expression whose batch is theirs one after
+    another (DyNet's ``dy.concatenate_to_batch(xs)``): shape the arguments' shape, batch
+    size the sum of theirs. Backward hands each argument its part of the gradient.
+
+    Batching: this makes the batch dimension by hand; the engine also batches such nodes of
+    one shape and argument count that are ready together, as one copy kernel.
+
+    Example::
+
+        X = dy.concatenate_to_batch([x1, x2, x3])     # (d,) x 3
+    """
     cdef int32_t* ids = NULL
     cdef int32_t n = _collect(xs, "concatenate_to_batch", &ids)
     cdef Node* a
@@ -56,6 +67,17 @@ def concatenate(xs, d=0):
 
 
 def concatenate_cols(xs):
+    """Concatenate along dimension 1 (DyNet's ``dy.concatenate_cols(xs)``): column vectors
+    (d,) become a (d, len(xs)) matrix. Batch sizes equal or 1 (a batch of 1 repeats over
+    the others').
+
+    Batching: the nodes of one signature (argument shapes and count) ready together run as
+    one copy kernel.
+
+    Example::
+
+        H = dy.concatenate_cols(hs)        # one column per word: attention over H
+    """
     return concatenate(xs, 1)
 
 
@@ -85,8 +107,17 @@ cdef inline bint _is_vector(Node* n) noexcept:
 
 
 def pickneglogsoftmax(Expression x, v):
-    """-log softmax(x)[v]; x is a vector (n,) or a column (n, 1), as in DyNet; v is an
-    int or one int per batch element. The result is (1,) per batch element."""
+    """The negative log-likelihood -log softmax(x)[v] of class ``v`` under scores ``x``
+    (DyNet's ``dy.pickneglogsoftmax(x, v)``): ``x`` a vector (n,) or a column (n, 1), as in DyNet; ``v`` an int, or a list
+    of one int per batch element of x (then as ``pickneglogsoftmax_batch``).
+
+    Shape: (1,) per batch element. Batching: the pickneglogsoftmax nodes of one shape ready
+    together run as one kernel, the softmax and the pick fused.
+
+    Example::
+
+        loss = dy.pickneglogsoftmax(W * h + b, gold_tag)
+    """
     cdef Node* n = _check(x)
     if not _is_vector(n):
         raise DimensionError(f"pickneglogsoftmax: needs a vector, got {_dimstr(n)}")
@@ -96,13 +127,31 @@ def pickneglogsoftmax(Expression x, v):
 
 
 def pickneglogsoftmax_batch(Expression x, vs):
-    """pickneglogsoftmax with one index per batch element (vs)."""
+    """``pickneglogsoftmax`` with one class per batch element (DyNet's
+    ``dy.pickneglogsoftmax_batch(x, vs)``): ``x`` (n,) x B and ``vs`` a list of B ints (an
+    unbatched x is repeated over the batch). Shape: (1,) x B; ``dy.sum_batches`` sums it.
+
+    Batching: one kernel for the nodes of one shape ready together, as pickneglogsoftmax.
+
+    Example::
+
+        loss = dy.sum_batches(dy.pickneglogsoftmax_batch(scores, labels))
+    """
     return pickneglogsoftmax(x, list(vs))
 
 
 def hinge(Expression x, v, float m=1.0):
-    """sum over i != v of max(0, m - x[v] + x[i]) (per batch element); x is a vector
-    (n,) or a column (n, 1), as in DyNet."""
+    """The multi-class hinge loss sum over i != v of max(0, m - x[v] + x[i]) of scores ``x``
+    (a vector (n,) or a column (n, 1), as in DyNet) against the gold class ``v`` (DyNet's ``dy.hinge(x, index, m=1.0)``; the
+    index is ``v`` here); ``v`` may be a list of one int per batch element.
+
+    Shape: (1,) per batch element. Batching: the hinge nodes of one shape and margin ready
+    together run as one kernel.
+
+    Example::
+
+        loss = dy.hinge(scores, gold, m=1.0)
+    """
     _finite("hinge", "m", m)
     cdef Node* n = _check(x)
     if not _is_vector(n):
@@ -116,14 +165,31 @@ def hinge(Expression x, v, float m=1.0):
 
 
 def hinge_batch(Expression x, vs, float m=1.0):
-    """hinge with one index per batch element (vs)."""
+    """``hinge`` with one gold class per batch element (DyNet's ``dy.hinge_batch(x, vs,
+    m=1.0)``): ``x`` (n,) x B and ``vs`` a list of B ints; shape (1,) x B.
+
+    Batching: as ``hinge``, one kernel for the nodes of one shape and margin.
+
+    Example::
+
+        loss = dy.sum_batches(dy.hinge_batch(scores, golds))
+    """
     return hinge(x, list(vs), m)
 
 
 def pick(Expression e, index=0, dim=0, *, d=None):
-    """The slice at `index` along dimension `dim`, which is removed (DyNet's pick; its
-    keywords; `d=` is this library's older name for `dim`). A list of indices picks one
-    per batch element (pick_batch)."""
+    """The slice at ``index`` along dimension ``dim``, which is removed from the shape (DyNet's
+    ``dy.pick(e, index=0, dim=0)``; ``d=`` is this library's older name for ``dim``): a
+    vector gives (1,), a (rows, cols) matrix with dim=0 gives row ``index`` as (cols,). A
+    list of indices picks one per batch element (as ``pick_batch``). ``x[i]`` is the same.
+
+    Shape: x's shape without ``dim``; the batch is kept (or made by a list of indices).
+    Batching: the pick nodes of one shape and ``dim`` ready together run as one gather.
+
+    Example::
+
+        gold_score = dy.pick(scores, gold)
+    """
     if d is not None:
         dim = d
     cdef Node* n = _check(e)
@@ -136,12 +202,29 @@ def pick(Expression e, index=0, dim=0, *, d=None):
 
 
 def pick_batch(Expression e, indices, dim=0, *, d=None):
-    """pick with one index per batch element (an unbatched e makes a batch of them)."""
+    """``pick`` with one index per batch element (DyNet's ``dy.pick_batch(e, indices, dim=0)``):
+    an unbatched ``e`` makes a batch of len(indices) slices. Batching: as ``pick``, one
+    gather for the nodes of one shape and ``dim``.
+
+    Example::
+
+        scores_of_gold = dy.pick_batch(scores, golds)      # (1,) x len(golds)
+    """
     return pick(e, list(indices), dim if d is None else d)
 
 
 def pick_range(Expression x, s, e, d=0):
-    """Elements [s, e) along dimension d, which keeps its place with size e - s."""
+    """Elements [s, e) along dimension ``d``, which keeps its place with size e - s (DyNet's
+    ``dy.pick_range(x, s, e, d=0)``); ``x[s:e]`` is the same along dimension 0. Needs
+    0 <= s < e <= size.
+
+    Shape: x's shape with dimension d of size e - s; the batch is kept. Batching: the
+    pick_range nodes of one shape, range and ``d`` ready together run as one copy.
+
+    Example::
+
+        i_gate = dy.pick_range(gates, 0, hidden)
+    """
     return _pick_range(x, s, e, d, 1)
 
 
@@ -166,7 +249,16 @@ cdef Expression _pick_range(Expression x, object s, object e, object d, int step
 
 
 def pick_batch_elems(Expression x, vs):
-    """The batch elements of the list vs (repeats allowed) as a batch of len(vs)."""
+    """Batch elements ``vs`` of x (repeats allowed) as a new batch (DyNet's
+    ``dy.pick_batch_elems(x, vs)``): shape x's shape, batch size len(vs); an index
+    outside [0, batch size) raises IndexError.
+
+    Batching: the nodes of one shape and index count ready together run as one copy.
+
+    Example::
+
+        first_two = dy.pick_batch_elems(x, [0, 1])
+    """
     cdef Node* n = _check(x)
     idx = [_as_index(i, "pick_batch_elems") for i in vs]
     if not idx:
@@ -180,14 +272,32 @@ def pick_batch_elems(Expression x, vs):
 
 
 def pick_batch_elem(Expression x, v):
-    """Batch element v, as an expression of batch size 1."""
+    """Batch element ``v`` of x as an unbatched expression (DyNet's
+    ``dy.pick_batch_elem(x, v)``): shape x's shape, batch size 1.
+
+    Batching: as ``pick_batch_elems``, one copy for the nodes of one shape.
+
+    Example::
+
+        loss_of_first = dy.pick_batch_elem(losses, 0)
+    """
     return pick_batch_elems(x, [v])
 
 
 def transpose(Expression x, dims=[1, 0]):
-    """Permute the dimensions: output dimension k is x's dimension dims[k]. x is seen as
-    having len(dims) dimensions (padded with 1s, or its trailing 1s dropped): the
-    default [1, 0] transposes a matrix, and turns a vector (d,) into a row (1, d)."""
+    """Permute the dimensions (DyNet's ``dy.transpose(x, dims=[1, 0])``): output dimension k is
+    x's dimension dims[k]. x is seen as having len(dims) dimensions (padded with 1s, or
+    its trailing 1s dropped): the default [1, 0] transposes a matrix, and turns a vector
+    (d,) into a row (1, d).
+
+    Shape: the permuted shape; the batch is kept (each batch element is transposed).
+    Batching: the transpose nodes of one shape and permutation ready together run as one
+    kernel.
+
+    Example::
+
+        scores = dy.transpose(H) * q       # H (d, n), q (d,) -> (n,)
+    """
     cdef Node* n = _check(x)
     perm = [_as_index(v, "transpose") for v in dims]
     cdef int k, nd = len(perm)
@@ -231,8 +341,18 @@ def reshape(Expression x, d, batch_size=1):
 # Gate vectors hold blocks of `hidden_dim`: [i, f_1 .. f_k, o, g].
 
 def lstm_gates(Expression pre, int hidden_dim, float forget_bias=0.0):
-    """Gate activations of a pre-activation vector of blocks [i, f_1..f_k, o, g]:
-    logistic on all blocks but the last (forget blocks get + forget_bias), tanh on g."""
+    """Gate activations of a pre-activation vector of blocks [i, f_1..f_k, o, g], each of
+    ``hidden_dim`` rows: logistic on all blocks but the last (the forget blocks get
+    ``+ forget_bias``), tanh on g. Shape: pre's shape and batch size.
+
+    A fused LSTM node of this library (not in DyNet): with ``lstm_cell`` and ``lstm_hidden``
+    it is what the builders use. Batching: the lstm_gates nodes of one shape ready together
+    run as one kernel.
+
+    Example::
+
+        gates = dy.lstm_gates(dy.affine_transform([b, Wx, x, Wh, h]), hidden, 1.0)
+    """
     _finite("lstm_gates", "forget_bias", forget_bias)
     cdef Node* n = _check(pre)
     if hidden_dim <= 0 or n.nd != 1 or rows(n) % hidden_dim != 0 or rows(n) // hidden_dim < 3:
@@ -246,8 +366,18 @@ def lstm_gates(Expression pre, int hidden_dim, float forget_bias=0.0):
 
 
 def lstm_cell(Expression gates, prev_cells=()):
-    """Cell update c = i * g + sum_m f_m * prev_cells[m] (gates from lstm_gates with
-    len(prev_cells) forget blocks)."""
+    """The cell update c = i * g + sum_m f_m * prev_cells[m], from ``gates`` made by
+    ``lstm_gates`` with len(prev_cells) forget blocks (one for an LSTM, two for a Tree-LSTM
+    node with two children); no previous cells (a first step, a leaf) gives c = i * g.
+
+    Shape: (hidden,) per batch element (batch sizes equal or 1). A fused node of this
+    library; batching: the lstm_cell nodes of one shape and child count ready together run
+    as one kernel.
+
+    Example::
+
+        c = dy.lstm_cell(gates, [c_prev])
+    """
     cdef Node* g = _check(gates)
     cdef int k = len(prev_cells)
     if g.nd != 1 or rows(g) % (k + 3) != 0:
@@ -268,7 +398,16 @@ def lstm_cell(Expression gates, prev_cells=()):
 
 
 def lstm_hidden(Expression cell, Expression gates):
-    """Hidden output h = o * tanh(cell); o is the second-to-last block of gates."""
+    """The hidden output h = o * tanh(cell), ``o`` being the second-to-last block of ``gates``
+    (from ``lstm_gates``). Shape: the cell's shape and batch size.
+
+    A fused node of this library; batching: the lstm_hidden nodes of one shape ready
+    together run as one kernel.
+
+    Example::
+
+        h = dy.lstm_hidden(c, gates)
+    """
     cdef Node* c = _check(cell)
     cdef Node* g = _check(gates)
     if c.nd != 1 or g.nd != 1 or rows(g) % rows(c) != 0 or rows(g) // rows(c) < 3 or c.bs != g.bs:
@@ -280,8 +419,20 @@ def lstm_hidden(Expression cell, Expression gates):
 
 
 def vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):
-    """DyNet's fused LSTM gates [i, f, o, g] from input and previous hidden state
-    (forget bias +1, as in DyNet)."""
+    """DyNet's fused LSTM gates [i, f, o, g] of ``dy.vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b,
+    weightnoise_std=0.0)``: logistic(i, f + 1, o) and tanh(g) of ``Wx x_t + Wh h_tm1 + b``
+    (the forget bias of +1 as in DyNet); ``b`` and the result have 4 * hidden rows. Weight
+    noise is not supported (NotImplementedError).
+
+    Shape: (4 * hidden,) per batch element. A composite of ``affine_transform`` and
+    ``lstm_gates``: the products batch as one gemm per weight, the gates as one kernel.
+
+    Example::
+
+        gates = dy.vanilla_lstm_gates(x, h, Wx, Wh, b)
+        c = dy.vanilla_lstm_c(c, gates)
+        h = dy.vanilla_lstm_h(c, gates)
+    """
     if weightnoise_std != 0.0:
         raise NotImplementedError("vanilla_lstm_gates: weight noise is not supported")
     b = _as_expr(b)
@@ -290,8 +441,26 @@ def vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):
 
 
 def vanilla_lstm_c(c_tm1, gates_t):
+    """DyNet's ``dy.vanilla_lstm_c(c_tm1, gates_t)``: the new cell i * g + f * c_tm1 from the
+    gates of ``vanilla_lstm_gates``. Shape: (hidden,) per batch element.
+
+    Batching: the same kernel as ``lstm_cell``, one call for the nodes of one shape.
+
+    Example::
+
+        c = dy.vanilla_lstm_c(c, gates)
+    """
     return lstm_cell(gates_t, [c_tm1])
 
 
 def vanilla_lstm_h(c_t, gates_t):
+    """DyNet's ``dy.vanilla_lstm_h(c_t, gates_t)``: the hidden output o * tanh(c_t) from the
+    gates of ``vanilla_lstm_gates``. Shape: (hidden,) per batch element.
+
+    Batching: the same kernel as ``lstm_hidden``, one call for the nodes of one shape.
+
+    Example::
+
+        h = dy.vanilla_lstm_h(c, gates)
+    """
     return lstm_hidden(c_t, gates_t)

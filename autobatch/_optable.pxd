@@ -61,5 +61,8 @@ cdef extern from "_elementwise.h" nogil:
         float attr_default
         ab_unary_fwd fwd
         ab_unary_bwd bwd
+        const char* fwd_text            # FWD and DERIV of the line, as text
+        const char* deriv_text
     const ab_unary_info* ab_unary_api
+    const char* ab_simd_level()
     int AB_UNARY_API_COUNT

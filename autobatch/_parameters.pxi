@@ -106,6 +106,8 @@ cdef class Parameters(Expression):
         self._owner = owner
 
     def shape(self):
+        """The shape as given to ``add_parameters`` (a tuple, trailing 1s kept), as DyNet's
+        ``shape()``."""
         return self._shape
 
     def _view(self, arr):
@@ -116,6 +118,8 @@ cdef class Parameters(Expression):
         return self._view(self._flat).copy()
 
     def grad_as_array(self):
+        """A copy of the accumulated gradient, shaped like the parameter (DyNet's
+        ``grad_as_array``)."""
         return self._view(self._grad_flat).copy()
 
     @property
@@ -125,11 +129,15 @@ cdef class Parameters(Expression):
 
     @property
     def grad(self):
+        """Writable numpy view of the parameter's accumulated gradient (the memory backward
+        adds into; trainers zero it after each update)."""
         return self._view(self._grad_flat)
 
     def set_value(self, arr):
-        """Copy arr (a numpy array or nested lists of exactly the parameter's shape,
-        as DyNet requires: a transposed or flat array is an error) into the values."""
+        """Overwrite the values with ``arr`` (a numpy array or nested lists of exactly the
+        parameter's shape, as DyNet requires: a transposed or flat array is a ValueError),
+        in place (DyNet's ``set_value``). A graph that already computed with the old values
+        keeps them: ``value(recalculate=True)`` computes again."""
         arr = np.asarray(arr, dtype=np.float32)
         if arr.shape != self._shape:
             raise ValueError(f"Shape of values and parameter don't match in Parameters.set_value: "
@@ -137,12 +145,16 @@ cdef class Parameters(Expression):
         self._view(self._flat)[...] = arr
 
     def zero(self):
+        """Set every value of the parameter to zero (in place; expressions read the same
+        memory)."""
         self._flat[:] = 0
 
     def scale(self, float s):
+        """Multiply every value of the parameter by ``s``, in place."""
         self._flat *= s
 
     def scale_gradient(self, float s):
+        """Multiply the parameter's accumulated gradient by ``s``, in place."""
         self._grad_flat *= s
 
     def clip_inplace(self, float left, float right):
@@ -153,12 +165,17 @@ cdef class Parameters(Expression):
         np.clip(self._flat, left, right, out=self._flat)
 
     def name(self):
+        """The parameter's name within its collection (e.g. '/lstm/W_x'), as DyNet's
+        ``name()``."""
         return self._name
 
     def is_updated(self):
+        """Whether trainers update this parameter (``set_updated(False)`` freezes it)."""
         return self._updated
 
     def set_updated(self, b):
+        """Freeze (``False``) or unfreeze (``True``) the parameter: a frozen one gets no
+        gradient and trainers leave it alone (DyNet's ``set_updated``)."""
         self._updated = bool(b)
 
     def expr(self, update=False):
@@ -226,8 +243,12 @@ cdef class LookupParameters(Expression):
     cdef readonly object _grad_flat
     cdef float* vptr
     cdef float* gptr
-    cdef readonly int n_rows, row_size
+    cdef readonly int n_rows
+    """The number of rows of the table."""
+    cdef readonly int row_size
+    """The number of elements of one row."""
     cdef readonly tuple row_shape
+    """The shape of one row (a tuple), as ``lookup`` gives it."""
     cdef Shape row_dims                   # a row as a node's shape
     cdef readonly object _used_mask       # uint8 numpy array, one per row
     cdef uint8_t* used
@@ -261,6 +282,7 @@ cdef class LookupParameters(Expression):
         self.cached_version[0] = self.cached_version[1] = -1
 
     def shape(self):
+        """``(n_rows,) + row shape`` (DyNet's ``shape()``)."""
         return (self.n_rows,) + self.row_shape
 
     def _table(self, arr):
@@ -269,9 +291,13 @@ cdef class LookupParameters(Expression):
         return arr.reshape((self.n_rows,) + self.row_shape[::-1]).transpose((0,) + tuple(range(k, 0, -1)))
 
     def as_array(self):
+        """A copy of the table, of shape (n_rows,) + row shape; row i as
+        ``lookup(i).npvalue()`` shows it."""
         return self._table(self._flat).copy()
 
     def grad_as_array(self):
+        """A copy of the accumulated gradient, of shape (n_rows,) + row shape (rows not
+        looked up are zero)."""
         return self._table(self._grad_flat).copy()
 
     @property
@@ -281,6 +307,8 @@ cdef class LookupParameters(Expression):
 
     @property
     def grad(self):
+        """Writable numpy view of the table's accumulated gradient (the memory backward
+        adds into; trainers zero it after each update)."""
         return self._grad_flat.reshape(self.n_rows, self.row_size)
 
     def used_rows(self):
@@ -289,6 +317,8 @@ cdef class LookupParameters(Expression):
         return np.flatnonzero(self._used_mask)
 
     def clear_used(self):
+        """Forget which rows were looked up (trainers do it after each update; the next
+        update then touches only the rows used after it)."""
         self._used_mask[:] = 0
 
     def set_value(self, value):
@@ -299,28 +329,41 @@ cdef class LookupParameters(Expression):
         self._table(self._flat)[...] = arr
 
     def init_row(self, int i, row):
+        """Set row ``i`` to ``row`` (an array of the row shape), as DyNet's ``init_row``;
+        IndexError outside the table."""
         self._row_check(i)
         self._table(self._flat)[i] = np.asarray(row, dtype=np.float32).reshape(self.row_shape)
 
     def init_from_array(self, arr):
+        """Set the whole table from an array of shape (n_rows,) + row shape (DyNet's
+        ``init_from_array``)."""
         self.set_value(arr)
 
     def zero(self):
+        """Set every value of the table to zero (in place; expressions read the same
+        memory)."""
         self._flat[:] = 0
 
     def scale(self, float s):
+        """Multiply every value of the table by ``s``, in place."""
         self._flat *= s
 
     def scale_gradient(self, float s):
+        """Multiply the table's accumulated gradient by ``s``, in place."""
         self._grad_flat *= s
 
     def name(self):
+        """The table's name within its collection (e.g. '/lstm/W_x'), as DyNet's
+        ``name()``."""
         return self._name
 
     def is_updated(self):
+        """Whether trainers update this table (``set_updated(False)`` freezes it)."""
         return self._updated
 
     def set_updated(self, b):
+        """Freeze (``False``) or unfreeze (``True``) the table: a frozen one gets no
+        gradient and trainers leave it alone (DyNet's ``set_updated``)."""
         self._updated = bool(b)
 
     cdef int _row_check(self, long i) except -1:
@@ -333,7 +376,8 @@ cdef class LookupParameters(Expression):
         return lookup(self, i)
 
     def batch(self, i):
-        """The rows of the list i as one batch (lookup_batch(self, i))."""
+        """Rows ``i`` (a list) as one batched expression: ``dy.lookup_batch(self, i)``
+        (DyNet's ``batch``); shape the row shape, batch size len(i)."""
         return lookup_batch(self, i)
 
     def expr(self, update=True):

@@ -166,6 +166,7 @@ cdef class Frontier:
         return self.s.avg_height[sig]
 
     def op_name(self, int32_t sig):
+        """The name of the op of signature ``sig`` (e.g. 'matmul', 'tanh')."""
         self._check(sig)
         return OPS[self.v.nodes[self.sigs.first[sig]].op].name.decode()
 
@@ -261,6 +262,15 @@ def register_strategy(obj, name=None):
 
 
 def available_strategies():
+    """The registered strategies as a dict {name: strategy}: the built-in "none", "depth",
+    "agenda" and "critical", and any added by ``register_strategy``. Each chooses what
+    runs as one batch; every one gives the same numbers.
+
+    Example::
+
+        for name in dy.available_strategies():
+            dy.renew_cg(strategy=name)
+    """
     return dict(_STRATEGIES)
 
 
@@ -293,6 +303,9 @@ def set_default_strategy(strategy):
 
 
 def default_strategy():
+    """The name (or object) of the strategy that graphs made without one use: "agenda" unless
+    ``set_default_strategy`` changed it.
+    """
     return _default_strategy[0]
 
 

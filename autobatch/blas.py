@@ -8,7 +8,10 @@ engine uses one BLAS thread unless told otherwise, like DyNet on the CPU:
 `AUTOBATCH_BLAS_THREADS=N` in the environment, or `autobatch.set_blas_threads(N)`.
 """
 import ctypes
+import logging
 import os
+
+_log = logging.getLogger("autobatch.blas")
 
 _lib = None        # ctypes handle of the library that cython_blas.sgemm lives in
 _path = None
@@ -29,10 +32,14 @@ def _find_library():
     get_ptr = ctypes.pythonapi.PyCapsule_GetPointer
     get_ptr.restype = ctypes.c_void_p
     get_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    fn = get_ptr(capsule, get_name(capsule))
+    return _file_of(get_ptr(capsule, get_name(capsule)))
+
+
+def _file_of(address):
+    """The shared library file that holds a function's address (dladdr), or None."""
     info = _DlInfo()
     libc = ctypes.CDLL(None)
-    if not libc.dladdr(ctypes.c_void_p(fn), ctypes.byref(info)) or not info.dli_fname:
+    if not libc.dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
         return None
     return info.dli_fname.decode()
 
@@ -72,8 +79,16 @@ def _load():
 
 
 def set_blas_threads(n):
-    """Threads for the engine's BLAS calls. Returns False if the BLAS offers no way
-    to set them (it is then left as it is)."""
+    """Use ``n`` threads (an int >= 1) in the engine's BLAS calls (scipy's OpenBLAS, not
+    numpy's). Returns True, or False if the BLAS offers no way to set them (it is then
+    left as it is); ValueError for n < 1. The default is 1 (or ``AUTOBATCH_BLAS_THREADS``):
+    the batched gemms here are small, and more threads pay only for wide layers.
+
+    Example::
+
+        >>> dy.set_blas_threads(2)       # hidden size 1024 on a machine of its own
+        True
+    """
     n = int(n)
     if n < 1:
         raise ValueError(f"BLAS threads must be >= 1, got {n}")
@@ -87,20 +102,37 @@ def set_blas_threads(n):
 
 
 def blas_threads():
+    """The engine's BLAS thread count (None if the BLAS does not say)."""
     _load()
     return openblas_kernel(_lib)[1]
 
 
 def blas_info():
-    """{'library': path, 'kernel': OpenBLAS core name, 'threads': n} of the engine's BLAS."""
+    """The engine's BLAS as a dict: ``library`` (the file of the OpenBLAS that scipy's
+    ``cython_blas`` calls, or of ``cython_blas`` itself when that BLAS is not OpenBLAS),
+    ``kernel`` (OpenBLAS's core name, e.g. 'Haswell'; None if it does not say) and
+    ``threads`` (None if unknown). ``python -m autobatch`` prints it.
+
+    Example::
+
+        >>> dy.blas_info()["threads"]      # 1 unless AUTOBATCH_BLAS_THREADS says otherwise
+        1
+    """
     _load()
     kernel, threads = openblas_kernel(_lib)
-    return {"library": _path or None, "kernel": kernel, "threads": threads}
+    core = openblas_function(_lib, "get_corename")
+    library = _file_of(ctypes.cast(core, ctypes.c_void_p).value) if core is not None else None
+    library = library or _path
+    return {"library": os.path.normpath(library) if library else None, "kernel": kernel,
+            "threads": threads}
 
 
 def _configure_from_environment():
     value = os.environ.get("AUTOBATCH_BLAS_THREADS", "1")
     try:
-        set_blas_threads(int(value))
+        done = set_blas_threads(int(value))
     except ValueError:
         raise ValueError(f"AUTOBATCH_BLAS_THREADS must be a positive integer, got {value!r}") from None
+    if not done:
+        _log.debug("the BLAS of scipy.linalg.cython_blas (%s) offers no thread setting: left as it is",
+                  _path or "not found")

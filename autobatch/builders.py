@@ -240,12 +240,17 @@ class BiRNNBuilder:
 
     @property
     def spec(self):
+        """The constructor's arguments (for ``dy.save``/``dy.load``); TypeError for a
+        builder made from ``builder_layers``."""
         if self._spec is None:
             raise TypeError("a BiRNNBuilder made from builder_layers has no spec to save")
         return self._spec
 
     @classmethod
     def from_spec(cls, spec, model):
+        """The builder made from a saved ``spec`` with its parameters in ``model``: how ``dy.load``
+        rebuilds it (the spec is checked; nothing in it is called or imported).
+        """
         spec = _checked_spec(cls, spec, ("num_layers", "input_dim", "hidden_dim"),
                              classes=("rnn_builder_factory",))
         return cls(model=model, **spec)
@@ -269,27 +274,34 @@ class BiRNNBuilder:
         return [concatenate([f.output(), b.output()]) for f, b in self.add_inputs(es)]
 
     def set_dropout(self, p):
+        """Dropout of rate ``p`` in every forward and backward builder (DyNet's
+        ``set_dropout``)."""
         for fb, bb in self.builder_layers:
             fb.set_dropout(p)
             bb.set_dropout(p)
 
     def disable_dropout(self):
+        """No dropout in any of the builders from now on (for evaluation)."""
         for fb, bb in self.builder_layers:
             fb.disable_dropout()
             bb.disable_dropout()
 
     def param_collection(self):
+        """The subcollection holding the parameters of every layer."""
         return self._pc
 
 
 class TreeState:
-    """Hidden and cell state of one tree node."""
-    __slots__ = ("h", "c")
+    """Hidden and cell state of one tree node (what TreeLSTMBuilder's leaf and compose
+    return)."""
+    __slots__ = {"h": "The node's hidden state, an Expression (hidden_dim,).",
+                 "c": "The node's cell state, an Expression (hidden_dim,)."}
 
     def __init__(self, h, c):
         self.h, self.c = h, c
 
     def output(self):
+        """The node's hidden state ``h`` (as an RNN state's ``output()``)."""
         return self.h
 
 
@@ -314,20 +326,32 @@ class TreeLSTMBuilder:
 
     @property
     def spec(self):
+        """The constructor's arguments (input_dim, hidden_dim, forget_bias), for
+        ``dy.save``/``dy.load``."""
         return {"input_dim": self.input_dim, "hidden_dim": self.hidden_dim, "forget_bias": self.forget_bias}
 
     @classmethod
     def from_spec(cls, spec, model):
+        """The builder made from a saved ``spec`` with its parameters in ``model``: how ``dy.load``
+        rebuilds it (the spec is checked; nothing in it is called or imported).
+        """
         spec = _checked_spec(cls, spec, ("input_dim", "hidden_dim"), floats=("forget_bias",),
                              optional=("forget_bias",))
         return cls(model=model, **spec)
 
     def leaf(self, x):
+        """The TreeState of a leaf with input ``x`` (input_dim,): [i; o; u] = W x + b, c = i * u,
+        h = o * tanh(c). The leaves of every tree of a minibatch run as one batch.
+        """
         gates = lstm_gates(affine_transform([self.b_leaf, self.W_leaf, x]), self.hidden_dim)
         c = lstm_cell(gates, [])
         return TreeState(lstm_hidden(c, gates), c)
 
     def compose(self, left, right):
+        """The TreeState of a node with children ``left`` and ``right`` (TreeStates): [i; f_l; f_r;
+        o; u] = U [h_l; h_r] + b, c = i * u + f_l * c_l + f_r * c_r, h = o * tanh(c). The nodes
+        whose children are ready together (same height) run as one batch across all trees.
+        """
         pre = affine_transform([self.b, self.U, concatenate([left.h, right.h])])
         gates = lstm_gates(pre, self.hidden_dim, self.forget_bias)
         c = lstm_cell(gates, [left.c, right.c])
@@ -342,9 +366,11 @@ class TreeLSTMBuilder:
         return self.leaf(leaf_input(tree))
 
     def param_collection(self):
+        """The builder's subcollection, holding W_leaf, b_leaf, U and b."""
         return self._pc
 
     def get_parameters(self):
+        """The Parameters [W_leaf, b_leaf, U, b]."""
         return [self.W_leaf, self.b_leaf, self.U, self.b]
 
 

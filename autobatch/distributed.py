@@ -1,5 +1,5 @@
 """Data-parallel training over MPI: N processes train one model, each on its part of
-every minibatch, and combine their gradients before every update.
+every minibatch, and combine their gradients before every update::
 
     import autobatch as dy
     from autobatch import distributed as dist
@@ -45,6 +45,7 @@ forever in their next collective. `init(timeout=seconds)` (or the environment va
 AUTOBATCH_MPI_TIMEOUT) also aborts the job when a rank waits longer than that in one of
 this module's collectives (a rank that hangs, or stopped calling `update()` early).
 """
+import logging
 import os
 import shutil
 import sys
@@ -54,6 +55,8 @@ import time
 import numpy as np
 
 from autobatch import serialization
+
+_log = logging.getLogger("autobatch.distributed")
 
 LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")   # set by MPICH/Intel MPI, Open MPI
 
@@ -94,6 +97,7 @@ def init(abort_on_error=True, timeout=None):
         timeout = float(os.environ["AUTOBATCH_MPI_TIMEOUT"])
     if timeout is not None:
         _set_timeout(float(timeout))
+    _log.info("rank %d of %d (%s)", rank(), size(), "MPI" if _comm is not None else "no MPI")
     return size()
 
 
@@ -149,9 +153,13 @@ def find_mpiexec():
 
 def _abort(message):
     """Say which rank gives up and why, then end every process of the job."""
-    sys.stderr.write(f"autobatch.distributed: rank {rank()} of {size()}: {message}; "
-                     "aborting all ranks (MPI_Abort)\n")
-    sys.stderr.flush()
+    # CRITICAL reaches stderr even when the program configured no logging (logging's
+    # last-resort handler), and a configured handler gets it with the others
+    _log.critical("autobatch.distributed: rank %d of %d: %s; aborting all ranks (MPI_Abort)",
+                 rank(), size(), message)
+    for handler in _log.handlers + logging.getLogger().handlers + [logging.lastResort]:
+        if handler is not None:
+            handler.flush()
     time.sleep(0.5)       # MPI_Abort may end the launcher before it passed the message on
     if _comm is not None:
         _comm.Abort(1)

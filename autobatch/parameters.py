@@ -188,10 +188,16 @@ class ParameterCollection:
         return lp
 
     def parameters_from_numpy(self, array, name="", device=""):
+        """New Parameters holding a copy of ``array`` (its shape, as float32), as DyNet's
+        ``parameters_from_numpy(array, name="", device="")``.
+        """
         array = np.asarray(array)
         return self.add_parameters(array.shape, init=array, name=name, device=device)
 
     def lookup_parameters_from_numpy(self, array, name="", device=""):
+        """A new lookup table from ``array`` of shape (rows, ...): row i is ``array[i]`` (DyNet's
+        ``lookup_parameters_from_numpy(array, name="", device="")``).
+        """
         array = np.asarray(array)
         return self.add_lookup_parameters(array.shape, init=array, name=name, device=device)
 
@@ -209,6 +215,8 @@ class ParameterCollection:
         return [p for p in self._registry.lookups if self._mine(p)]
 
     def parameter_count(self):
+        """The number of scalar values in all the collection's parameters and lookup
+        tables."""
         return sum(p._flat.size for p in self.parameters_list() + self.lookup_parameters_list())
 
     def gradient_l2_norm(self):
@@ -218,6 +226,8 @@ class ParameterCollection:
         return float(np.sqrt(total))
 
     def reset_gradient(self):
+        """Zero every accumulated gradient of the collection and forget which lookup rows
+        were used (DyNet's ``reset_gradient()``)."""
         for p in self.parameters_list() + self.lookup_parameters_list():
             p._grad_flat[:] = 0
         for lp in self.lookup_parameters_list():
@@ -246,6 +256,8 @@ class ParameterCollection:
     set_weight_decay_lambda = set_weight_decay
 
     def get_weight_decay(self):
+        """The L2 weight decay that trainers apply to this collection (its own, else its
+        parent's)."""
         c = self
         while c._weight_decay is None:
             c = c._parent

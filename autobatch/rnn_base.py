@@ -84,10 +84,12 @@ class RNNState:
         return tuple(self._c) + tuple(self._h) if self._c is not None else tuple(self._h)
 
     def prev(self):
+        """The state before the last input (None for the initial state), as DyNet's
+        ``prev()``."""
         return self._prev
 
     def b(self):
-        """The builder."""
+        """The builder this state belongs to (DyNet's ``b()``)."""
         return self._builder
 
     def set_h(self, es=None):
@@ -125,6 +127,9 @@ class StackedRNNState:
         self._prev = prev
 
     def add_input(self, x):
+        """The stacked state after input ``x`` at the bottom: each state reads the output of the
+        one below it. Every instance's step of a layer batches with the others'.
+        """
         nxt = []
         for s in self.states:
             s = s.add_input(x)
@@ -145,12 +150,16 @@ class StackedRNNState:
         return self.states[-1].output()
 
     def prev(self):
+        """The stacked state before the last input (None at the start), as DyNet's
+        ``prev()``."""
         return self._prev
 
     def h(self):
+        """Per stacked state, its hidden states (``RNNState.h()`` of each), bottom first."""
         return [s.h() for s in self.states]
 
     def s(self):
+        """Per stacked state, its full state (``RNNState.s()`` of each), bottom first."""
         return [s.s() for s in self.states]
 
 
@@ -196,6 +205,9 @@ class _RNNBuilder:
 
     @classmethod
     def from_spec(cls, spec, model):
+        """The builder made from a saved ``spec`` with its parameters in ``model``: how ``dy.load``
+        rebuilds it (the spec is checked; nothing in it is called or imported).
+        """
         spec = _checked_spec(cls, spec, ("layers", "input_dim", "hidden_dim"),
                              floats=cls._spec_floats, bools=cls._spec_bools,
                              optional=cls._spec_floats + cls._spec_bools)

@@ -49,6 +49,7 @@ populate; `dy.load` takes a version 1 pair only with ``allow_v1=True``.
 import hashlib
 import io
 import json
+import logging
 import math
 import os
 import re
@@ -61,6 +62,8 @@ import numpy as np
 from autobatch._core import LookupParameters, Parameters
 from autobatch import legacy_names
 from autobatch.builders import savable_class, savable_name
+
+_log = logging.getLogger("autobatch.serialization")
 
 MAGIC = b"AUTOBATCH-PARAMS 2\n"
 MAGIC_V1 = b"AUTOBATCH-PARAMS 1\n"
@@ -449,6 +452,7 @@ def save(basename, objects, format=None):
         return dynet_meta.save(basename, list(objects))
     if format not in (None, "autobatch"):
         raise ValueError(f"dy.save: format must be 'autobatch' or 'dynet', got {format!r}")
+    _log.debug("saving %s.data / %s.meta (autobatch's format)", basename, basename)
     entries, named = [], {}
 
     def add(p):

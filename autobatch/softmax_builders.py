@@ -17,6 +17,8 @@ class SoftmaxBuilder:
     graph needs nothing special: parameters enter each graph when first used."""
 
     def param_collection(self):
+        """The builder's subcollection, holding its parameters (DyNet's
+        ``param_collection()``)."""
         return self._pc
 
     def full_logits(self, x, update=True):

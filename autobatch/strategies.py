@@ -25,6 +25,10 @@ class Strategy:
     name = None
 
     def select(self, frontier):
+        """Choose what runs next: given the ``frontier`` (the ready nodes grouped by signature, a
+        ``dy.Frontier``), return a signature (every ready node of it runs as one batch) or
+        ``(signature, node_ids)`` to run part of the group. Called once per batch.
+        """
         raise NotImplementedError
 
     def __repr__(self):

@@ -22,6 +22,7 @@ In the rules ``g`` is the clipped gradient, ``lr`` the learning rate, ``t`` the 
 updates done before this one plus 1. State starts at zero.
 """
 import sys
+import warnings
 
 import numpy as np
 
@@ -66,6 +67,8 @@ class Trainer:
         self.clip_threshold = thr if thr > 0 else 0.0
 
     def get_clip_threshold(self):
+        """The gradient clipping threshold (the global L2 norm above which gradients are
+        rescaled; 0 or less: no clipping)."""
         return self.clip_threshold
 
     def set_sparse_updates(self, su):
@@ -75,6 +78,7 @@ class Trainer:
         self.sparse_updates_enabled = bool(su)
 
     def set_learning_rate(self, value):
+        """Set the learning rate (a finite number > 0), as DyNet's ``set_learning_rate``."""
         self.learning_rate = hyperparameter("learning_rate", value)
 
     def restart(self, learning_rate=None):
@@ -87,14 +91,16 @@ class Trainer:
 
     def status(self):
         """Print ``[lr=... clips=... updates=...]`` (counts since the last status) to
-        stderr, as DyNet does, and reset those counts."""
+        stderr, as DyNet does, and reset those counts. (Printing is what it is for: the
+        library's other messages go through ``logging.getLogger("autobatch")``.)"""
         sys.stderr.write(f"[lr={self.learning_rate:g} clips={self._clips_since_status} "
                          f"updates={self._updates_since_status}] ")
         self._updates_since_status = self._clips_since_status = 0
 
     def update_epoch(self, r=1.0):
         """Deprecated in DyNet and a no-op there: set `learning_rate` directly."""
-        sys.stderr.write("Trainer::update_epoch has been deprecated and doesn't do anything.\n")
+        warnings.warn("Trainer.update_epoch is deprecated (as in DyNet) and does nothing: set "
+                      "learning_rate instead", DeprecationWarning, stacklevel=2)
 
     # ---------------------------------------------------------- update ----
 

@@ -16,6 +16,7 @@ import lines changed (`import dynet as dy` -> `import autobatch as dy`,
 `import autobatch.config as dynet_config`). A notebook's code cells are saved as one
 file whose harness runs them one by one and reports each (nb_*.py)."""
 import argparse
+import glob
 import json
 import os
 import random
@@ -208,7 +209,10 @@ def run_one(prog_dir, name, python, autobatch, seed, same_init=False):
         with open(os.path.join(work, fname), "w") as f:
             f.write(to_autobatch(source) if autobatch else source)
         env = dict(os.environ, PYTHONHASHSEED="0")
-        path = [REPO] if autobatch else []
+        # the source tree when it holds a build (in place); else the installed package
+        # (CI's fresh clone has no compiled engine: its sources would shadow the wheel)
+        built = glob.glob(os.path.join(REPO, "autobatch", "_core.*.so"))
+        path = [REPO] if autobatch and built else []
         if same_init:
             with open(os.path.join(work, "sitecustomize.py"), "w") as f:
                 f.write(SAME_INIT.format(module="autobatch" if autobatch else "dynet"))

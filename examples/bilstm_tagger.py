@@ -26,11 +26,18 @@ import random
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
 import autobatch as dy
+from autobatch.progress import progress
+
+# a word: its id, or (a rare word under --char-model) its character ids
+Word = int | tuple[int, ...]
+Example = tuple[list[Word], list[int]]        # (words, tags) of one sentence
 
 
 class Tagger:
@@ -39,7 +46,8 @@ class Tagger:
     A word is a word id, or (with a character model, n_chars > 0) a tuple of
     character ids: a rare word, spelled out."""
 
-    def __init__(self, pc, n_words, n_tags, word_dim, hidden_dim, n_chars=0, char_dim=32):
+    def __init__(self, pc: dy.ParameterCollection, n_words: int, n_tags: int, word_dim: int,
+                 hidden_dim: int, n_chars: int = 0, char_dim: int = 32) -> None:
         self.E = pc.add_lookup_parameters((n_words, word_dim))
         self.fwd = dy.LSTMBuilder(1, word_dim, hidden_dim, pc)
         self.bwd = dy.LSTMBuilder(1, word_dim, hidden_dim, pc)
@@ -54,7 +62,7 @@ class Tagger:
             self.char_fwd = dy.LSTMBuilder(1, char_dim, word_dim // 2, pc)
             self.char_bwd = dy.LSTMBuilder(1, char_dim, word_dim // 2, pc)
 
-    def embed(self, word):
+    def embed(self, word: Word) -> dy.Expression:
         """The word's vector (word_dim): its embedding, or for a spelled-out word the
         final states of the character LSTMs, forward and backward, concatenated."""
         if not isinstance(word, tuple):
@@ -64,7 +72,7 @@ class Tagger:
         b = self.char_bwd.initial_state().transduce(cs[::-1])[-1]
         return dy.concatenate([f, b])
 
-    def scores(self, word_ids):
+    def scores(self, word_ids: Sequence[Word]) -> list[dy.Expression]:
         """One score vector (n_tags) per word of one sentence."""
         xs = [self.embed(w) for w in word_ids]
         fs = self.fwd.initial_state().transduce(xs)
@@ -75,13 +83,14 @@ class Tagger:
             out.append(dy.affine_transform([self.b_out, self.W_out, hidden]))
         return out
 
-    def loss(self, word_ids, tag_ids):
+    def loss(self, word_ids: Sequence[Word], tag_ids: Sequence[int]) -> dy.Expression:
         return dy.esum([dy.pickneglogsoftmax(s, t) for s, t in zip(self.scores(word_ids), tag_ids)])
 
 
 # ------------------------------------------------------------------------ data ----
 
-def synthetic_corpus(n_sentences, vocab_size=2000, n_tags=8, seed=0, spelled=False):
+def synthetic_corpus(n_sentences: int, vocab_size: int = 2000, n_tags: int = 8, seed: int = 0,
+                     spelled: bool = False) -> list[list[tuple[str, str]]]:
     """Sentences of Zipf-distributed words; lengths ~ gamma(mean 12, sd 6) in 1..40.
 
     Each word has a fixed tag; 10% of the tokens take the previous word's tag
@@ -105,14 +114,15 @@ def synthetic_corpus(n_sentences, vocab_size=2000, n_tags=8, seed=0, spelled=Fal
     return corpus
 
 
-def spellings(word_tag, n_tags):
+def spellings(word_tag: np.ndarray[Any, Any], n_tags: int) -> list[str]:
     """A distinct pseudo-word per word: a random stem of 2-6 letters and an ending.
     Each tag has two endings of its own; 80% of the words end with one of their tag's
     endings, the others with any ending."""
     rng = np.random.default_rng(54321)
     letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
     endings = ["".join(rng.choice(letters, size=rng.integers(1, 4))) for _ in range(2 * n_tags)]
-    names, seen = [], set()
+    names: list[str] = []
+    seen: set[str] = set()
     for tag in word_tag:
         ending = endings[2 * tag + rng.integers(2)] if rng.random() < 0.8 else endings[rng.integers(2 * n_tags)]
         while True:
@@ -124,9 +134,10 @@ def spellings(word_tag, n_tags):
     return names
 
 
-def read_conll(path):
+def read_conll(path: str) -> list[list[tuple[str, str]]]:
     """`word<TAB>tag` lines, blank lines between sentences."""
-    sentences, current = [], []
+    sentences: list[list[tuple[str, str]]] = []
+    current: list[tuple[str, str]] = []
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             line = line.strip()
@@ -145,15 +156,15 @@ def read_conll(path):
 
 
 class Vocab:
-    def __init__(self, items, unk=None):
+    def __init__(self, items: Iterable[str], unk: str | None = None) -> None:
         self.items = ([unk] if unk else []) + sorted(set(items) - {unk})
         self.index = {w: i for i, w in enumerate(self.items)}
-        self.unk = 0 if unk else None
+        self.unk: int | None = 0 if unk else None
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, item):
+    def __getitem__(self, item: str) -> int:
         i = self.index.get(item, self.unk)
         if i is None:
             raise KeyError(f"{item!r} is not in the vocabulary")
@@ -162,38 +173,40 @@ class Vocab:
 
 # -------------------------------------------------------------------- training ----
 
-def batch_loss(tagger, batch, strategy):
+def batch_loss(tagger: Tagger, batch: Sequence[Example], strategy: str) -> dy.Expression:
     """A fresh graph holding one loss per sentence, summed."""
     dy.renew_cg(strategy=strategy)
     return dy.esum([tagger.loss(words, tags) for words, tags in batch])
 
 
-def predict(tagger, data, batch_size, strategy):
+def predict(tagger: Tagger, data: Sequence[Example], batch_size: int,
+            strategy: str) -> np.ndarray[Any, Any]:
     """The predicted tag of every token of `data`, in order, as one array."""
     predicted = []
     for k in range(0, len(data), batch_size):
         batch = data[k:k + batch_size]
         dy.renew_cg(strategy=strategy)
-        scores = [s for words, _ in batch for s in tagger.scores(words)]
-        scores = dy.concatenate_cols(scores).npvalue()                   # (n_tags, n_tokens)
+        exprs = [s for words, _ in batch for s in tagger.scores(words)]
+        scores = dy.concatenate_cols(exprs).npvalue()                    # (n_tags, n_tokens)
         predicted.append(np.atleast_1d(scores.argmax(axis=0)))            # (n_tags,) if one token
     return np.concatenate(predicted)
 
 
-def accuracy(tagger, data, batch_size, strategy):
+def accuracy(tagger: Tagger, data: Sequence[Example], batch_size: int, strategy: str) -> float:
     gold = np.array([t for _, tags in data for t in tags])
     return float(np.mean(predict(tagger, data, batch_size, strategy) == gold))
 
 
-TRAINERS = {"adam": (dy.AdamTrainer, 0.005), "sgd": (dy.SimpleSGDTrainer, 0.3)}
+TRAINERS: dict[str, tuple[Callable[[dy.ParameterCollection, float], dy.Trainer], float]] = {
+    "adam": (dy.AdamTrainer, 0.005), "sgd": (dy.SimpleSGDTrainer, 0.3)}
 
 
-def make_trainer(name, pc, lr=None):
+def make_trainer(name: str, pc: dy.ParameterCollection, lr: float | None = None) -> dy.Trainer:
     cls, default_lr = TRAINERS[name]
     return cls(pc, default_lr if lr is None else lr)
 
 
-def arg_parser(description=__doc__):
+def arg_parser(description: str = __doc__ or "") -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=description.split("\n\n")[0])
     ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
     ap.add_argument("--epochs", type=int, default=5)
@@ -215,11 +228,11 @@ def arg_parser(description=__doc__):
     return ap
 
 
-def parse_args(argv):
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return arg_parser().parse_args(argv)
 
 
-def load_data(args):
+def load_data(args: argparse.Namespace) -> SimpleNamespace:
     """Training and held-out sentences as (token ids, tag ids), and their vocabularies."""
     if args.train:
         train_raw = read_conll(args.train)
@@ -232,18 +245,21 @@ def load_data(args):
     counts = Counter(w for s in train_raw for w, _ in s)
     chars = Vocab((c for w in counts for c in w), unk="<unk>") if args.char_model else None
 
-    def token(w):
+    def token(w: str) -> Word:
         """A word id, or for a rare word under --char-model its character ids."""
         if chars is not None and counts[w] < args.rare and w:
             return tuple(chars[c] for c in w)
         return words[w]
 
-    encode = lambda sent: ([token(w) for w, _ in sent], [tags[t] for _, t in sent])
+    def encode(sent: list[tuple[str, str]]) -> Example:
+        return [token(w) for w, _ in sent], [tags[t] for _, t in sent]
+
     return SimpleNamespace(train=[encode(s) for s in train_raw], dev=[encode(s) for s in dev_raw],
                            dev_raw=dev_raw, words=words, tags=tags, chars=chars, counts=counts)
 
 
-def build_model(args, d):
+def build_model(args: argparse.Namespace,
+                d: SimpleNamespace) -> tuple[dy.ParameterCollection, Tagger, dy.Trainer]:
     """The collection, the tagger and its trainer (seeded by --seed)."""
     pc = dy.ParameterCollection(seed=args.seed)
     tagger = Tagger(pc, len(d.words), len(d.tags), args.word_dim, args.hidden,
@@ -251,7 +267,7 @@ def build_model(args, d):
     return pc, tagger, make_trainer(args.trainer, pc, args.lr)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     d = load_data(args)
     train, dev, dev_raw, words, tags, chars, counts = (
@@ -268,11 +284,13 @@ def main(argv=None):
     pc, tagger, trainer = build_model(args, d)
     order = random.Random(args.seed)
 
-    losses, step_times = [], []
+    losses: list[float] = []
+    step_times: list[float] = []
     for epoch in range(1, args.epochs + 1):
         order.shuffle(train)
         total, t_epoch = 0.0, time.perf_counter()
-        for k in range(0, len(train), args.batch_size):
+        starts = range(0, len(train), args.batch_size)
+        for k in progress(starts, desc=f"epoch {epoch}", unit="batch"):
             t0 = time.perf_counter()
             loss = batch_loss(tagger, train[k:k + args.batch_size], args.strategy)
             total += loss.value()
@@ -294,7 +312,7 @@ def main(argv=None):
 
     # What the scheduler did for one minibatch (forward pass), and what it does without batching.
     batch = train[:args.batch_size]
-    stats = {}
+    stats: dict[str, dict[str, Any]] = {}
     for strategy in dict.fromkeys([args.strategy, "none"]):
         batch_loss(tagger, batch, strategy).value()
         stats[strategy] = dy.cg().stats()

@@ -17,14 +17,20 @@ one sgemm (the filters are shared by every image).
 import argparse
 import sys
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 import autobatch as dy
+from autobatch.progress import progress
+
+Image = np.ndarray[Any, np.dtype[np.float32]]
 
 SHAPES = ("horizontal bar", "vertical bar", "cross", "square", "diagonal")
 
 
-def draw(kind, size, rng):
+def draw(kind: int, size: int, rng: np.random.Generator) -> Image:
     """One noisy size x size image (column-major (H, W, 1), as DyNet's images)."""
     img = np.zeros((size, size), dtype=np.float32)
     n = int(rng.integers(5, size - 1))            # extent of the shape
@@ -47,14 +53,15 @@ def draw(kind, size, rng):
     return img.reshape(size, size, 1)
 
 
-def make_data(n, size, seed):
+def make_data(n: int, size: int, seed: int) -> list[tuple[Image, int]]:
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, len(SHAPES), size=n)
     return [(draw(int(k), size, rng), int(k)) for k in labels]
 
 
 class CNN:
-    def __init__(self, pc, size, channels=(8, 16)):
+    def __init__(self, pc: dy.ParameterCollection, size: int,
+                 channels: tuple[int, int] = (8, 16)) -> None:
         c1, c2 = channels
         self.f1 = pc.add_parameters((3, 3, 1, c1))
         self.b1 = pc.add_parameters(c1, init=dy.ConstInitializer(0.0))
@@ -65,7 +72,7 @@ class CNN:
         self.W = pc.add_parameters((len(SHAPES), self.features))
         self.b = pc.add_parameters(len(SHAPES), init=dy.ConstInitializer(0.0))
 
-    def scores(self, image):
+    def scores(self, image: Image) -> dy.Expression:
         x = dy.inputTensor(image)
         h = dy.rectify(dy.conv2d_bias(x, self.f1, self.b1, [1, 1], is_valid=False))
         h = dy.maxpooling2d(h, [2, 2], [2, 2], is_valid=False)
@@ -74,7 +81,8 @@ class CNN:
         return self.W * dy.reshape(h, (self.features,)) + self.b
 
 
-def accuracy(model, data, strategy, batch_size):
+def accuracy(model: CNN, data: Sequence[tuple[Image, int]], strategy: str,
+             batch_size: int) -> float:
     right = 0
     for at in range(0, len(data), batch_size):
         dy.renew_cg(strategy=strategy)
@@ -86,7 +94,7 @@ def accuracy(model, data, strategy, batch_size):
     return right / len(data)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description="a small CNN on images of shapes it draws itself")
     ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
     ap.add_argument("--epochs", type=int, default=5)
@@ -104,11 +112,13 @@ def main(argv=None):
     trainer = dy.AdamTrainer(pc, 0.005)
     rng = np.random.default_rng(args.seed)
 
-    losses, stats = [], None
+    losses: list[float] = []
+    stats: dict[str, Any] = {}
     for epoch in range(args.epochs):
         order = rng.permutation(len(train))
         total = 0.0
-        for at in range(0, len(order), args.batch_size):
+        starts = range(0, len(order), args.batch_size)
+        for at in progress(starts, desc=f"epoch {epoch + 1}", unit="batch"):
             dy.renew_cg(strategy=args.strategy)
             batch = [train[i] for i in order[at:at + args.batch_size]]
             loss = dy.esum([dy.pickneglogsoftmax(model.scores(img), k) for img, k in batch])

@@ -19,6 +19,10 @@ import os
 import sys
 import time
 
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 import autobatch as dy
@@ -28,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bilstm_tagger as base  # noqa: E402  (the model and data code, beside this file)
 
 
-def parse_args(argv):
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = base.arg_parser(__doc__)
     ap.add_argument("--save", metavar="BASENAME", help="save the trained model (rank 0 writes it)")
     ap.add_argument("--timeout", type=float, default=600,
@@ -36,20 +40,24 @@ def parse_args(argv):
     return ap.parse_args(argv)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     dist.init(timeout=args.timeout)
     ranks = dist.size()
-    say = print if dist.is_main() else (lambda *a, **k: None)
+    def say(*text: object) -> None:
+        if dist.is_main():
+            print(*text)
+
 
     d = base.load_data(args)
-    pc, tagger, trainer = base.build_model(args, d)
+    pc, tagger, local_trainer = base.build_model(args, d)
     dist.broadcast_parameters(pc)
-    trainer = dist.DistributedTrainer(trainer, reduce="sum")
+    trainer = dist.DistributedTrainer(local_trainer, reduce="sum")
     say(f"{ranks} process(es), each taking its part of every minibatch of {args.batch_size} "
         f"sentences; train: {len(d.train)} sentences; strategy {args.strategy!r}")
 
-    losses, step_times = [], []
+    losses: list[float] = []
+    step_times: list[float] = []
     for epoch in range(1, args.epochs + 1):
         total, tokens, t_epoch = 0.0, 0, time.perf_counter()
         # this process's part of every minibatch, balanced by sentence length

@@ -24,10 +24,13 @@ import random
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 import autobatch as dy
+from autobatch.progress import progress
 
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"
 
@@ -35,13 +38,14 @@ BOS, EOS, UNK = "<s>", "</s>", "<unk>"
 class LanguageModel:
     """word lookup -> LSTM -> W h + b -> softmax over the vocabulary."""
 
-    def __init__(self, pc, n_words, word_dim, hidden_dim):
+    def __init__(self, pc: dy.ParameterCollection, n_words: int, word_dim: int,
+                 hidden_dim: int) -> None:
         self.E = pc.add_lookup_parameters((n_words, word_dim))
         self.rnn = dy.LSTMBuilder(1, word_dim, hidden_dim, pc)
         self.W_out = pc.add_parameters((n_words, hidden_dim))
         self.b_out = pc.add_parameters(n_words, init=dy.ConstInitializer(0.0))
 
-    def loss(self, word_ids, bos, eos):
+    def loss(self, word_ids: list[int], bos: int, eos: int) -> dy.Expression:
         """Summed negative log-likelihood of `word_ids` followed by </s>, given <s>."""
         inputs = [bos] + word_ids
         targets = word_ids + [eos]
@@ -59,7 +63,8 @@ class BigramSource:
     probability 1/12. Its perplexity is far below the vocabulary size, so an LSTM
     that learns the bigrams beats the uniform model by a wide margin."""
 
-    def __init__(self, n_words=300, successors=10, p_end=1 / 12, seed=12345):
+    def __init__(self, n_words: int = 300, successors: int = 10, p_end: float = 1 / 12,
+                 seed: int = 12345) -> None:
         rng = np.random.default_rng(seed)                     # the same language for train and dev
         self.words = [f"w{i}" for i in range(n_words)]
         # row i: next-word distribution after word i; the last row is after <s>;
@@ -73,11 +78,13 @@ class BigramSource:
         self.P[n_words, n_words] = 0.0                        # no empty sentences
         self.P /= self.P.sum(axis=1, keepdims=True)
 
-    def sample(self, n_sentences, seed=0, max_len=40):
+    def sample(self, n_sentences: int, seed: int = 0, max_len: int = 40) -> list[list[str]]:
         rng = np.random.default_rng(seed)
-        n, out = len(self.words), []
+        n = len(self.words)
+        out: list[list[str]] = []
         for _ in range(n_sentences):
-            sentence, prev = [], n
+            sentence: list[str] = []
+            prev = n
             while len(sentence) < max_len:
                 prev = int(rng.choice(n + 1, p=self.P[prev]))
                 if prev == n:
@@ -86,7 +93,7 @@ class BigramSource:
             out.append(sentence)
         return out
 
-    def perplexity(self, sentences):
+    def perplexity(self, sentences: Iterable[list[str]]) -> float:
         """The perplexity of the generating model itself (ignoring the length cap)."""
         index = {w: i for i, w in enumerate(self.words)}
         n, total, count = len(self.words), 0.0, 0
@@ -100,43 +107,46 @@ class BigramSource:
         return math.exp(total / count)
 
 
-def read_text(path):
+def read_text(path: str) -> list[list[str]]:
     with open(path, encoding="utf-8") as f:
         return [line.split() for line in f if line.strip()]
 
 
 class Vocab:
-    def __init__(self, items):
+    def __init__(self, items: Iterable[str]) -> None:
         self.items = [BOS, EOS, UNK] + sorted(set(items) - {BOS, EOS, UNK})
         self.index = {w: i for i, w in enumerate(self.items)}
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, item):
+    def __getitem__(self, item: str) -> int:
         return self.index.get(item, self.index[UNK])
 
 
 # -------------------------------------------------------------------- training ----
 
-def batch_loss(model, batch, vocab, strategy):
+def batch_loss(model: LanguageModel, batch: Sequence[list[int]], vocab: Vocab,
+               strategy: str) -> dy.Expression:
     """A fresh graph holding one loss per sentence, summed."""
     dy.renew_cg(strategy=strategy)
     return dy.esum([model.loss(words, vocab[BOS], vocab[EOS]) for words in batch])
 
 
-def perplexity(model, data, vocab, batch_size, strategy):
+def perplexity(model: LanguageModel, data: Sequence[list[int]], vocab: Vocab, batch_size: int,
+               strategy: str) -> float:
     total = 0.0
     for k in range(0, len(data), batch_size):
         total += batch_loss(model, data[k:k + batch_size], vocab, strategy).value()
     return math.exp(total / sum(len(words) + 1 for words in data))
 
 
-TRAINERS = {"adam": (dy.AdamTrainer, 0.005), "sgd": (dy.SimpleSGDTrainer, 0.2)}
+TRAINERS: dict[str, tuple[Callable[[dy.ParameterCollection, float], dy.Trainer], float]] = {
+    "adam": (dy.AdamTrainer, 0.005), "sgd": (dy.SimpleSGDTrainer, 0.2)}
 
 
-def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--batch-size", type=int, default=32)
@@ -154,7 +164,7 @@ def parse_args(argv):
     return ap.parse_args(argv)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     source = None
     if args.train:
@@ -181,11 +191,13 @@ def main(argv=None):
     trainer = cls(pc, default_lr if args.lr is None else args.lr)
     order = random.Random(args.seed)
 
-    losses, step_times = [], []
+    losses: list[float] = []
+    step_times: list[float] = []
     for epoch in range(1, args.epochs + 1):
         order.shuffle(train)
         total, t_epoch = 0.0, time.perf_counter()
-        for k in range(0, len(train), args.batch_size):
+        starts = range(0, len(train), args.batch_size)
+        for k in progress(starts, desc=f"epoch {epoch}", unit="batch"):
             t0 = time.perf_counter()
             loss = batch_loss(model, train[k:k + args.batch_size], vocab, args.strategy)
             total += loss.value()
@@ -205,7 +217,7 @@ def main(argv=None):
 
     # What the scheduler did for one minibatch (forward pass), and what it does without batching.
     batch = train[:args.batch_size]
-    stats = {}
+    stats: dict[str, dict[str, Any]] = {}
     for strategy in dict.fromkeys([args.strategy, "none"]):
         batch_loss(model, batch, vocab, strategy).value()
         stats[strategy] = dy.cg().stats()

@@ -29,19 +29,28 @@ import random
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 import autobatch as dy
+from autobatch.progress import progress
 
 SHIFT, LEFT, RIGHT = 0, 1, 2
 ACTIONS = ("shift", "left-arc", "right-arc")
+
+Transition = tuple[int, int, int, int]          # (action, s1, s0, b0)
+Token = tuple[str, str, int]                     # (form, upos, head)
+# (word ids, tag ids, gold heads with [0] unused, oracle transitions or [] when not needed)
+Item = tuple[list[int], list[int], list[int], list[Transition]]
 
 
 class Parser:
     """word (+ POS) lookup -> BiLSTM -> relu(W [h(s1); h(s0); h(b0)] + b) -> 3 scores."""
 
-    def __init__(self, pc, n_words, n_tags, word_dim, pos_dim, hidden_dim, mlp_dim):
+    def __init__(self, pc: dy.ParameterCollection, n_words: int, n_tags: int, word_dim: int,
+                 pos_dim: int, hidden_dim: int, mlp_dim: int) -> None:
         self.E = pc.add_lookup_parameters((n_words, word_dim))
         self.P = pc.add_lookup_parameters((n_tags, pos_dim)) if pos_dim else None
         self.bilstm = dy.BiRNNBuilder(1, word_dim + pos_dim, 2 * hidden_dim, pc, dy.LSTMBuilder)
@@ -52,7 +61,7 @@ class Parser:
         self.W_out = pc.add_parameters((len(ACTIONS), mlp_dim))
         self.b_out = pc.add_parameters(len(ACTIONS), init=dy.ConstInitializer(0.0))
 
-    def encode(self, word_ids, tag_ids):
+    def encode(self, word_ids: Sequence[int], tag_ids: Sequence[int]) -> list[dy.Expression]:
         """Vectors for positions 0 (ROOT), 1..n (the words) and -1 (missing)."""
         if self.P is None:
             xs = [self.E[w] for w in word_ids]
@@ -61,13 +70,14 @@ class Parser:
         hs = [dy.parameter(self.root)] + self.bilstm.transduce(xs)
         return hs + [dy.parameter(self.pad)]                  # hs[-1] is the pad vector
 
-    def scores(self, hs, s1, s0, b0):
+    def scores(self, hs: Sequence[dy.Expression], s1: int, s0: int, b0: int) -> dy.Expression:
         """Scores of (SHIFT, LEFT, RIGHT) in the configuration with s1, s0, b0 (-1: missing)."""
         features = dy.concatenate([hs[s1], hs[s0], hs[b0]])
         hidden = dy.rectify(dy.affine_transform([self.b_mlp, self.W_mlp, features]))
         return dy.affine_transform([self.b_out, self.W_out, hidden])
 
-    def loss(self, word_ids, tag_ids, oracle):
+    def loss(self, word_ids: Sequence[int], tag_ids: Sequence[int],
+             oracle: Iterable[Transition]) -> dy.Expression:
         hs = self.encode(word_ids, tag_ids)
         return dy.esum([dy.pickneglogsoftmax(self.scores(hs, s1, s0, b0), action)
                         for action, s1, s0, b0 in oracle])
@@ -78,16 +88,17 @@ class Parser:
 class Configuration:
     """Stack (ROOT = 0 at the bottom), buffer (next word), and the heads found so far."""
 
-    def __init__(self, n):
-        self.n, self.stack, self.next, self.heads = n, [0], 1, [None] * (n + 1)
+    def __init__(self, n: int) -> None:
+        self.n, self.stack, self.next = n, [0], 1
+        self.heads: list[int | None] = [None] * (n + 1)
 
-    def features(self):
+    def features(self) -> tuple[int, int, int]:
         """Positions (s1, s0, b0), -1 where missing."""
         s0 = self.stack[-1]
         s1 = self.stack[-2] if len(self.stack) > 1 else -1
         return s1, s0, (self.next if self.next <= self.n else -1)
 
-    def legal(self, action):
+    def legal(self, action: int) -> bool:
         if action == SHIFT:
             return self.next <= self.n
         if action == LEFT:                    # ROOT never gets a head
@@ -95,7 +106,7 @@ class Configuration:
         # RIGHT: ROOT takes its (single) dependent only when all words have been read
         return len(self.stack) > 2 or (len(self.stack) == 2 and self.next > self.n)
 
-    def apply(self, action):
+    def apply(self, action: int) -> None:
         if action == SHIFT:
             self.stack.append(self.next)
             self.next += 1
@@ -106,17 +117,18 @@ class Configuration:
             self.heads[self.stack[-1]] = self.stack[-2]
             self.stack.pop()
 
-    def done(self):
+    def done(self) -> bool:
         return self.next > self.n and len(self.stack) == 1
 
 
-def oracle(heads):
+def oracle(heads: Sequence[int]) -> list[Transition]:
     """The static arc-standard oracle: [(action, s1, s0, b0)], 2n transitions that
     build the tree `heads` (heads[i] for words i = 1..n, heads[0] unused). Raises
     ValueError if the tree is not projective."""
     n = len(heads) - 1
     missing = Counter(heads[1:])              # dependents each position still has to collect
-    config, out = Configuration(n), []
+    config = Configuration(n)
+    out: list[Transition] = []
     while not config.done():
         s1, s0, b0 = config.features()
         if s1 > 0 and heads[s1] == s0:
@@ -140,7 +152,7 @@ def oracle(heads):
 LEXICON = {"DET": 8, "ADJ": 40, "NOUN": 100, "VERB": 60, "ADV": 20, "PREP": 16, "PUNCT": 1}
 
 
-def synthetic_treebank(n_sentences, seed=0):
+def synthetic_treebank(n_sentences: int, seed: int = 0) -> list[list[Token]]:
     """Sentences from a small dependency grammar, so that heads follow from the words:
 
         sentence -> NP [ADV] VERB [NP] PP* [ADV] .    (the verb hangs from ROOT, the
@@ -156,18 +168,18 @@ def synthetic_treebank(n_sentences, seed=0):
     rng = np.random.default_rng(seed)
     noun_attachment = np.random.default_rng(12345).beta(0.5, 0.5, size=LEXICON["PREP"])  # same for train/dev
 
-    def sentence():
-        tokens = []                                          # [form, upos, head index]
+    def sentence() -> list[Token]:
+        tokens: list[list[Any]] = []                                        # [form, upos, head index]
 
-        def add(cls, i=None):
-            i = rng.integers(LEXICON[cls]) if i is None else i
+        def add(cls: str, i: int | None = None) -> int:
+            i = int(rng.integers(LEXICON[cls])) if i is None else i
             tokens.append([f"{cls.lower()}{i}" if cls != "PUNCT" else ".", cls, None])
             return len(tokens) - 1
 
-        def attach(dependent, head):
+        def attach(dependent: int, head: int) -> None:
             tokens[dependent][2] = head
 
-        def noun_phrase(depth):
+        def noun_phrase(depth: int) -> int:
             det = add("DET")
             adjectives = [add("ADJ") for _ in range(rng.choice([0, 0, 1, 2]))]
             noun = add("NOUN")
@@ -177,7 +189,7 @@ def synthetic_treebank(n_sentences, seed=0):
                 attach(prep_phrase(depth + 1)[0], noun)
             return noun
 
-        def prep_phrase(depth):
+        def prep_phrase(depth: int) -> tuple[int, int]:
             i = int(rng.integers(LEXICON["PREP"]))
             prep = add("PREP", i)
             attach(noun_phrase(depth), prep)
@@ -187,7 +199,7 @@ def synthetic_treebank(n_sentences, seed=0):
         adverbs = [add("ADV")] if rng.random() < 0.2 else []
         verb = add("VERB")
         attach(subject, verb)
-        obj = noun_phrase(1) if rng.random() < 0.7 else None
+        obj: int | None = noun_phrase(1) if rng.random() < 0.7 else None
         if obj is not None:
             attach(obj, verb)
         while rng.random() < 0.5:
@@ -205,9 +217,10 @@ def synthetic_treebank(n_sentences, seed=0):
     return [sentence() for _ in range(n_sentences)]
 
 
-def read_conllu(path):
+def read_conllu(path: str) -> list[list[Token]]:
     """[[(form, upos, head), ...], ...] from a CoNLL-U file."""
-    sentences, current = [], []
+    sentences: list[list[Token]] = []
+    current: list[Token] = []
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             line = line.rstrip("\n")
@@ -232,26 +245,26 @@ def read_conllu(path):
 
 
 class Vocab:
-    def __init__(self, items, unk="<unk>"):
+    def __init__(self, items: Iterable[str], unk: str = "<unk>") -> None:
         self.items = [unk] + sorted(set(items) - {unk})
         self.index = {w: i for i, w in enumerate(self.items)}
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, item):
+    def __getitem__(self, item: str) -> int:
         return self.index.get(item, 0)
 
 
 # ----------------------------------------------------------- training, decoding ----
 
-def batch_loss(parser, batch, strategy):
+def batch_loss(parser: Parser, batch: Sequence[Item], strategy: str) -> dy.Expression:
     """A fresh graph holding one loss per sentence (summed over its transitions), summed."""
     dy.renew_cg(strategy=strategy)
     return dy.esum([parser.loss(words, tags, transitions) for words, tags, _, transitions in batch])
 
 
-def parse(parser, batch, strategy):
+def parse(parser: Parser, batch: Sequence[Item], strategy: str) -> list[list[int | None]]:
     """Greedy decoding of a minibatch: predicted heads per sentence (index 0 unused).
 
     Every sentence keeps its own configuration; each round adds the scores of the next
@@ -273,7 +286,7 @@ def parse(parser, batch, strategy):
     return [c.heads for c in configs]
 
 
-def attachment_score(parser, data, batch_size, strategy):
+def attachment_score(parser: Parser, data: Sequence[Item], batch_size: int, strategy: str) -> float:
     """Unlabeled attachment score: the fraction of words given their gold head."""
     correct = total = 0
     for k in range(0, len(data), batch_size):
@@ -284,18 +297,19 @@ def attachment_score(parser, data, batch_size, strategy):
     return correct / total
 
 
-def baseline_score(data):
+def baseline_score(data: Sequence[Item]) -> float:
     """UAS of the trivial parser that attaches every word to the next one (last to ROOT)."""
     correct = sum(gold[i] == (i + 1 if i < len(gold) - 1 else 0)
                   for _, _, gold, _ in data for i in range(1, len(gold)))
     return correct / sum(len(gold) - 1 for _, _, gold, _ in data)
 
 
-TRAINERS = {"adam": (dy.AdamTrainer, 0.001), "sgd": (dy.SimpleSGDTrainer, 0.1)}
+TRAINERS: dict[str, tuple[Callable[[dy.ParameterCollection, float], dy.Trainer], float]] = {
+    "adam": (dy.AdamTrainer, 0.001), "sgd": (dy.SimpleSGDTrainer, 0.1)}
 
 
-def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--batch-size", type=int, default=32)
@@ -314,7 +328,7 @@ def parse_args(argv):
     return ap.parse_args(argv)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     if args.train:
         train_raw = read_conllu(args.train)
@@ -326,12 +340,13 @@ def main(argv=None):
     words = Vocab(w for w, c in counts.items() if c >= args.min_count)
     tags = Vocab(upos for s in train_raw for _, upos, _ in s)
 
-    def encode(sentence, with_oracle):
+    def encode(sentence: list[Token], with_oracle: bool) -> Item:
         heads = [0] + [head for _, _, head in sentence]
         return ([words[form] for form, _, _ in sentence], [tags[upos] for _, upos, _ in sentence],
-                heads, oracle(heads) if with_oracle else None)
+                heads, oracle(heads) if with_oracle else [])
 
-    train, skipped = [], 0
+    train: list[Item] = []
+    skipped = 0
     for sentence in train_raw:
         try:
             train.append(encode(sentence, True))
@@ -351,11 +366,13 @@ def main(argv=None):
     trainer = cls(pc, default_lr if args.lr is None else args.lr)
     order = random.Random(args.seed)
 
-    losses, step_times = [], []
+    losses: list[float] = []
+    step_times: list[float] = []
     for epoch in range(1, args.epochs + 1):
         order.shuffle(train)
         total, t_epoch = 0.0, time.perf_counter()
-        for k in range(0, len(train), args.batch_size):
+        starts = range(0, len(train), args.batch_size)
+        for k in progress(starts, desc=f"epoch {epoch}", unit="batch"):
             t0 = time.perf_counter()
             loss = batch_loss(parser, train[k:k + args.batch_size], args.strategy)
             total += loss.value()
@@ -374,7 +391,8 @@ def main(argv=None):
     # What the scheduler did for one minibatch (forward pass), and what it does without
     # batching; then the same for decoding, summed over its npvalue() calls.
     batch = train[:args.batch_size]
-    stats, decode_stats = {}, {}
+    stats: dict[str, dict[str, Any]] = {}
+    decode_stats: dict[str, dict[str, Any]] = {}
     for strategy in dict.fromkeys([args.strategy, "none"]):
         batch_loss(parser, batch, strategy).value()
         stats[strategy] = dy.cg().stats()

@@ -44,6 +44,8 @@ if __name__ == "__main__":              # one BLAS thread, as the benchmark uses
     for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_v, "1")
 
+from typing import IO, Any
+
 import autobatch as dy
 
 
@@ -51,12 +53,12 @@ class Lookahead(dy.Strategy):
     """Critical path first; but first run a ready signature that feeds the chosen one."""
     name = "lookahead-py"
 
-    def __init__(self):
-        self._version = None          # graph this cache belongs to (dy.cg_version())
-        self._feeds = []              # node id -> set of signatures of its consumers
+    def __init__(self) -> None:
+        self._version: int | None = None          # graph this cache belongs to (dy.cg_version())
+        self._feeds: list[set[int]] = []   # node id -> set of signatures of its consumers
         self._seen = 0                # nodes of the graph read so far
 
-    def _consumers(self):
+    def _consumers(self) -> list[set[int]]:
         """Per node, the signatures of the nodes that use it (cached per graph)."""
         g = dy.cg()
         if dy.cg_version() != self._version:
@@ -71,7 +73,7 @@ class Lookahead(dy.Strategy):
         self._seen = n
         return feeds
 
-    def select(self, frontier):
+    def select(self, frontier: dy.Frontier) -> int:
         sigs = frontier.signatures()
         for s in sigs:                  # ops that never batch: nothing to wait for
             if not frontier.batchable(s):
@@ -92,11 +94,12 @@ LOOKAHEAD = dy.register_strategy(Lookahead())
 
 # ------------------------------------------------------------- comparison ----
 
-def compare(strategies, task_names, batch_size, hidden, steps, seed=0, out=None):
+def compare(strategies: list[str], task_names: list[str], batch_size: int, hidden: int, steps: int,
+            seed: int = 0, out: IO[str] | None = None) -> list[dict[str, Any]]:
     """Run the benchmark's training steps (autobatch.bench.run) and print a table."""
     from autobatch.bench import run
     out = out or sys.stdout
-    rows = []
+    rows: list[dict[str, Any]] = []
     for t in task_names:
         rows += run.run_task(t, strategies, batch_size, hidden, steps, torch_modes=[], seed=seed)
     fmt = "{:<12s} {:<10s} {:>9s} {:>7s} {:>6s} {:>10s} {:>9s}"
@@ -112,9 +115,9 @@ def compare(strategies, task_names, batch_size, hidden, steps, seed=0, out=None)
     return rows
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     from autobatch.bench import tasks
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--task", default="all", help="all or a comma list of " + ",".join(tasks.TASKS))
     ap.add_argument("--strategy", default="none,depth,agenda,critical,lookahead,lookahead-py")
     ap.add_argument("--batch-size", type=int, default=16)

@@ -17,25 +17,29 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 import autobatch as dy
+from autobatch.progress import progress
 
 
 class Tree:
     """A leaf (word set, no children) or an internal node with two children."""
 
-    def __init__(self, label, word=None, children=()):
+    # word: a string as read, an id once map_words has run
+    def __init__(self, label: int, word: Any = None, children: Iterable["Tree"] = ()) -> None:
         self.label, self.word, self.children = label, word, list(children)
 
-    def is_leaf(self):
+    def is_leaf(self) -> bool:
         return not self.children
 
-    def leaves(self):
+    def leaves(self) -> list[Any]:
         return [self.word] if self.is_leaf() else [w for c in self.children for w in c.leaves()]
 
-    def __str__(self):
+    def __str__(self) -> str:
         inside = self.word if self.is_leaf() else " ".join(str(c) for c in self.children)
         return f"({self.label} {inside})"
 
@@ -47,29 +51,30 @@ class TreeLSTM:
        Internal: i, f_left, f_right, o, u from [h_l; h_r];  c = i*u + f_l*c_l + f_r*c_r
        Both:     h = o * tanh(c)"""
 
-    def __init__(self, pc, n_words, word_dim, hidden_dim, n_labels):
+    def __init__(self, pc: dy.ParameterCollection, n_words: int, word_dim: int, hidden_dim: int,
+                 n_labels: int) -> None:
         self.E = pc.add_lookup_parameters((n_words, word_dim))
         self.cell = dy.TreeLSTMBuilder(word_dim, hidden_dim, pc)
         self.W_out = pc.add_parameters((n_labels, hidden_dim))
         self.b_out = pc.add_parameters(n_labels, init=dy.ConstInitializer(0.0))
 
-    def encode(self, tree):
+    def encode(self, tree: Tree) -> dy.TreeState:
         """State (h, c) of the root of `tree`, built recursively."""
         if tree.is_leaf():
             return self.cell.leaf(self.E[tree.word])
         left, right = [self.encode(child) for child in tree.children]
         return self.cell.compose(left, right)
 
-    def scores(self, tree):
+    def scores(self, tree: Tree) -> dy.Expression:
         return dy.affine_transform([self.b_out, self.W_out, self.encode(tree).h])
 
-    def loss(self, tree):
+    def loss(self, tree: Tree) -> dy.Expression:
         return dy.pickneglogsoftmax(self.scores(tree), tree.label)
 
 
 # ------------------------------------------------------------------------ data ----
 
-def synthetic_trees(n_trees, vocab_size=300, seed=0):
+def synthetic_trees(n_trees: int, vocab_size: int = 300, seed: int = 0) -> list[Tree]:
     """Random sentences under a random binary bracketing; lengths ~ gamma(mean 10,
     sd 5) in 1..30. Each word has a sentiment in -2..2 (most are 0); the label is the
     sentence's total sentiment clipped to -2..2, shifted to 0..4."""
@@ -78,7 +83,7 @@ def synthetic_trees(n_trees, vocab_size=300, seed=0):
         [-2, -1, 0, 1, 2], size=vocab_size, p=[0.05, 0.15, 0.6, 0.15, 0.05])  # same for train/dev
     lengths = np.clip(np.rint(rng.gamma(4.0, 2.5, size=n_trees)), 1, 30).astype(int)
 
-    def bracket(words):
+    def bracket(words: np.ndarray[Any, Any]) -> Tree:
         if len(words) == 1:
             return Tree(2 + int(sentiment[words[0]]), word=f"w{words[0]}")
         split = int(rng.integers(1, len(words)))
@@ -88,18 +93,18 @@ def synthetic_trees(n_trees, vocab_size=300, seed=0):
     return [bracket(rng.integers(0, vocab_size, size=n)) for n in lengths]
 
 
-def parse_ptb(line):
+def parse_ptb(line: str) -> Tree:
     """`(3 (2 good) (1 movie))` -> Tree. Unary chains `(4 (3 x))` keep the outer label."""
     tokens = line.replace("(", " ( ").replace(")", " ) ").split()
     pos = 0
 
-    def node():
+    def node() -> Tree:
         nonlocal pos
         if tokens[pos] != "(":
             raise ValueError(f"expected '(' at token {pos} of {line!r}")
         label = int(tokens[pos + 1])
         pos += 2
-        children = []
+        children: list[Tree | str] = []
         while tokens[pos] != ")":
             if tokens[pos] == "(":
                 children.append(node())
@@ -112,7 +117,7 @@ def parse_ptb(line):
             return Tree(label, word=only) if isinstance(only, str) else Tree(label, only.word, only.children)
         if len(children) != 2 or any(isinstance(c, str) for c in children):
             raise ValueError(f"not a binary tree: a node with children {children} in {line!r}")
-        return Tree(label, children=children)
+        return Tree(label, children=[c for c in children if isinstance(c, Tree)])
 
     tree = node()
     if pos != len(tokens):
@@ -120,12 +125,12 @@ def parse_ptb(line):
     return tree
 
 
-def read_trees(path):
+def read_trees(path: str) -> list[Tree]:
     with open(path, encoding="utf-8") as f:
         return [parse_ptb(line) for line in f if line.strip()]
 
 
-def map_words(tree, index):
+def map_words(tree: Tree, index: dict[str, int]) -> Tree:
     """The same tree with word ids (unknown words -> 0) instead of strings."""
     if tree.is_leaf():
         return Tree(tree.label, word=index.get(tree.word, 0))
@@ -134,13 +139,13 @@ def map_words(tree, index):
 
 # -------------------------------------------------------------------- training ----
 
-def batch_loss(model, batch, strategy):
+def batch_loss(model: TreeLSTM, batch: Sequence[Tree], strategy: str) -> dy.Expression:
     """A fresh graph holding one loss per tree, summed."""
     dy.renew_cg(strategy=strategy)
     return dy.esum([model.loss(tree) for tree in batch])
 
 
-def accuracy(model, data, batch_size, strategy):
+def accuracy(model: TreeLSTM, data: Sequence[Tree], batch_size: int, strategy: str) -> float:
     correct = 0
     for k in range(0, len(data), batch_size):
         batch = data[k:k + batch_size]
@@ -151,11 +156,12 @@ def accuracy(model, data, batch_size, strategy):
     return correct / len(data)
 
 
-TRAINERS = {"adam": (dy.AdamTrainer, 0.005), "sgd": (dy.SimpleSGDTrainer, 0.2)}
+TRAINERS: dict[str, tuple[Callable[[dy.ParameterCollection, float], dy.Trainer], float]] = {
+    "adam": (dy.AdamTrainer, 0.005), "sgd": (dy.SimpleSGDTrainer, 0.2)}
 
 
-def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
     ap.add_argument("--epochs", type=int, default=12)
     ap.add_argument("--batch-size", type=int, default=16)
@@ -171,7 +177,7 @@ def parse_args(argv):
     return ap.parse_args(argv)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     if args.train:
         train_raw = read_trees(args.train)
@@ -198,11 +204,13 @@ def main(argv=None):
     trainer = cls(pc, default_lr if args.lr is None else args.lr)
     order = random.Random(args.seed)
 
-    losses, step_times = [], []
+    losses: list[float] = []
+    step_times: list[float] = []
     for epoch in range(1, args.epochs + 1):
         order.shuffle(train)
         total, t_epoch = 0.0, time.perf_counter()
-        for k in range(0, len(train), args.batch_size):
+        starts = range(0, len(train), args.batch_size)
+        for k in progress(starts, desc=f"epoch {epoch}", unit="batch"):
             t0 = time.perf_counter()
             loss = batch_loss(model, train[k:k + args.batch_size], args.strategy)
             total += loss.value()
@@ -217,7 +225,7 @@ def main(argv=None):
 
     # What the scheduler did for one minibatch (forward pass), and what it does without batching.
     batch = train[:args.batch_size]
-    stats = {}
+    stats: dict[str, dict[str, Any]] = {}
     for strategy in dict.fromkeys([args.strategy, "none"]):
         batch_loss(model, batch, strategy).value()
         stats[strategy] = dy.cg().stats()

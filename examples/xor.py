@@ -8,13 +8,15 @@ autobatch runs the four examples' `W * x + b`, `tanh`, ... as batched kernels.
 """
 import argparse
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 import autobatch as dy
 
 DATA = [((0, 0), 0), ((0, 1), 1), ((1, 0), 1), ((1, 1), 0)]
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description="XOR with a two-layer perceptron")
     ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
     ap.add_argument("--iterations", type=int, default=300)
@@ -29,11 +31,11 @@ def main(argv=None):
     a = pc.add_parameters(1)
     trainer = dy.SimpleSGDTrainer(pc, 0.2)
 
-    def predict(x):
+    def predict(x: tuple[int, int]) -> dy.Expression:
         h = dy.tanh(W * dy.inputVector(x) + b)
         return dy.logistic(V * h + a)
 
-    losses = []
+    losses: list[float] = []
     for it in range(args.iterations):
         dy.renew_cg(strategy=args.strategy)
         loss = dy.esum([dy.binary_log_loss(predict(x), dy.scalarInput(y)) for x, y in DATA])

@@ -11,7 +11,10 @@ import pytest
 
 import autobatch as dy
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+# the directory holding the autobatch these tests import (the source tree after an
+# in-place build, site-packages after `pip install .`: a fresh clone has no compiled
+# engine in its source tree, so the child must not import that one)
+ROOT = pathlib.Path(dy.__file__).resolve().parent.parent
 PROBE = """
 import json, autobatch as dy
 pc = dy.ParameterCollection()

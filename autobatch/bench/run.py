@@ -28,11 +28,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 
 import autobatch as dy
 from autobatch.bench import blas, data, dynet_worker, tasks
+from autobatch.progress import progress as progress_bar
 
 TORCH_MODES = ("eager", "batched")
 from autobatch.bench.profile import PROFILE_PARTS, profile_table  # noqa: F401 (re-exported)
@@ -171,34 +173,17 @@ def maxrss_mb():
 
 # ---------------------------------------------------------------------- run --
 
-class Progress:
-    """One line on stderr, rewritten in place on a terminal."""
-
-    def __init__(self, stream=sys.stderr, quiet=False):
-        self.stream, self.quiet = stream, quiet
-        self.tty = stream.isatty()
-        self.t0 = time.perf_counter()
-
-    def show(self, text, final=False):
-        if self.quiet:
-            return
-        line = f"[{time.perf_counter() - self.t0:6.1f}s] {text}"
-        if self.tty:
-            self.stream.write("\r\033[K" + line + ("\n" if final else ""))
-        elif final:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-
 def key(s):
     return (s.name, getattr(s, "variant", "-"))
 
 
-def run_task(task, strategies, batch_size, hidden, steps, torch_modes, seed=0, lr=0.1,
-             progress=None, variants=("builder",), dynet=None, dynet_autobatch=(1,),
-             dynet_mem="2048"):
+def run_task(task: str, strategies: list[str], batch_size: int, hidden: int, steps: int,
+             torch_modes: list[str], seed: int = 0, lr: float = 0.1, progress: Any = None,
+             variants: tuple[str, ...] = ("builder",), dynet: str | None = None,
+             dynet_autobatch: tuple[int, ...] = (1,), dynet_mem: str = "2048") -> list[dict[str, Any]]:
     """Rows (one per system and variant) for one task at one batch size and hidden size.
-    `dynet`: an interpreter with DyNet, or None for no DyNet baseline."""
+    `dynet`: an interpreter with DyNet, or None for no DyNet baseline. `progress`: a bar
+    (autobatch.progress) advanced by one per training step of all the systems, or None."""
     meta, instances = data.make(task, batch_size * (steps + 1), seed)
     batches = [instances[k * batch_size:(k + 1) * batch_size] for k in range(steps + 1)]
     systems = [AutobatchSystem(task, s, hidden, seed, meta, lr, v)
@@ -215,7 +200,8 @@ def run_task(task, strategies, batch_size, hidden, steps, torch_modes, seed=0, l
             export_parameters(tasks.make(task, hidden, seed, meta, "ops"), params)
         for ab in (dynet_autobatch if dynet else ()):
             if progress:
-                progress.show(f"{task} h={hidden} B={batch_size}: starting DyNet (autobatch={ab})")
+                progress.set_postfix_str(f"{task} h={hidden} B={batch_size}: starting DyNet "
+                                         f"(autobatch={ab})")
             workers.append(DynetSystem(dynet, task, hidden, seed, batches, lr, ab, dynet_mem,
                                        params))
         systems += workers
@@ -236,9 +222,9 @@ def _run_systems(task, systems, batches, batch_size, hidden, steps, seed, meta, 
     for k, batch in enumerate(batches):
         for s in systems:
             if progress:
-                progress.show(f"{task} h={hidden} B={batch_size}: "
-                              f"{'warm-up' if k == 0 else f'step {k}/{steps}'} "
-                              f"{s.name}/{key(s)[1]}")
+                progress.set_postfix_str(f"{task} h={hidden} B={batch_size} "
+                                         f"{'warm-up' if k == 0 else f'step {k}/{steps}'} "
+                                         f"{s.name}/{key(s)[1]}")
             t0 = time.perf_counter()
             out = s.step(batch)
             sec = time.perf_counter() - t0
@@ -255,6 +241,8 @@ def _run_systems(task, systems, batches, batch_size, hidden, steps, seed, meta, 
                 lb = lower_bounds.setdefault(s.variant, [])
                 if len(lb) < k:
                     lb.append(dy.cg().batch_lower_bound()[0])
+        if progress:
+            progress.update()          # one training step of every system
     flops = [sum(flop_model.flops(i) for i in b) for b in batches[1:]]
     rss = maxrss_mb()
     rows = []
@@ -310,14 +298,13 @@ def run(task_names, strategies, batch_sizes, hiddens, steps, torch_modes, seed=0
             for t in task_names:
                 rows += run_task(t, strategies, bs, hidden, steps, torch_modes, seed, lr, progress,
                                  variants, dynet, dynet_autobatch, dynet_mem)
-                if progress:
-                    progress.show(f"{t} h={hidden} B={bs}: done", final=True)
     return rows
 
 
 # -------------------------------------------------------------------- output --
 
-def table(rows, sgemm, out=sys.stdout):
+def table(rows, sgemm, out=None):
+    out = out or sys.stdout         # looked up now: a default bound at import outlives a redirect
     cols = ("task", "system", "var", "B", "inst/s", "/dynet", "ops/b", "/torch-b", "/torch-e",
             "nodes", "batches", "b/LB", "build", "sched", "fwd", "bwd", "upd", "GF/s", "%sgemm",
             "graphMB", "rssMB")
@@ -415,7 +402,7 @@ def main(argv=None, native_blas=False):
     ap.add_argument("--dynet-autobatch", default="1",
                     help="DyNet's autobatch setting(s), comma list of 0 and 1 (1: agenda batching)")
     ap.add_argument("--dynet-mem", default="2048", help="DyNet's memory pool in MB (dynet_config mem)")
-    ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar (one is drawn only on a terminal, with tqdm)")
     ap.add_argument("--profile", action="store_true",
                     help="time the engine's parts too (dy.set_profiling) and print where a step's "
                          "time goes: gemm, gathers, kernels, engine, memory, graph building")
@@ -469,15 +456,17 @@ def main(argv=None, native_blas=False):
     print(f"single-thread sgemm (2048^3): {sgemm:.1f} GFLOP/s")
     sys.stdout.flush()
 
-    progress = Progress(quiet=a.quiet)
     if dynet:
         meta["dynet"] = {"python": dynet, "autobatch": dynet_autobatch, "mem_mb": a.dynet_mem}
         print(f"DyNet baseline: {dynet} (autobatch={','.join(map(str, dynet_autobatch))})")
     meta["variants"] = variants
     meta["profile"] = a.profile
     dy.set_profiling(a.profile)
-    rows = run(task_names, strategies, batch_sizes, hiddens, a.steps, torch_modes, a.seed, a.lr,
-               progress, variants, dynet, dynet_autobatch, a.dynet_mem)
+    # a bar on a terminal when tqdm is installed; nothing in a log or a pipe
+    steps_in_all = len(hiddens) * len(batch_sizes) * len(task_names) * (a.steps + 1)
+    with progress_bar(total=steps_in_all, desc="bench", unit="step", disable=a.quiet) as bar:
+        rows = run(task_names, strategies, batch_sizes, hiddens, a.steps, torch_modes, a.seed, a.lr,
+                   bar, variants, dynet, dynet_autobatch, a.dynet_mem)
     table(rows, sgemm)
     profile_table(rows)
     meta["rows"] = rows

@@ -1,0 +1,68 @@
+# Types of the package namespace (`import autobatch as dy`): what __init__.py imports,
+# re-exported. _core's names come in whole (its stub lists every op and elementwise
+# function); a name that __init__.py takes from another module needs a line here too
+# (tests/test_stubs.py and stubtest in .ci/stubs say which).
+from autobatch import config as config
+from autobatch import distributed as distributed
+from autobatch._core import *
+from autobatch._graph import ComputationGraph as ComputationGraph
+from autobatch._stats import profiling as profiling, set_profiling as set_profiling
+from autobatch._strategies import (
+    Frontier as Frontier, available_strategies as available_strategies,
+    default_strategy as default_strategy, register_strategy as register_strategy,
+    set_default_strategy as set_default_strategy,
+)
+from autobatch.blas import blas_info as blas_info, set_blas_threads as set_blas_threads
+from autobatch.builders import (
+    BiRNNBuilder as BiRNNBuilder, CoupledLSTMBuilder as CoupledLSTMBuilder,
+    GRUBuilder as GRUBuilder, LSTMBuilder as LSTMBuilder, RNNState as RNNState,
+    SimpleRNNBuilder as SimpleRNNBuilder, StackedRNNState as StackedRNNState,
+    TreeLSTMBuilder as TreeLSTMBuilder, TreeState as TreeState,
+    VanillaLSTMBuilder as VanillaLSTMBuilder, _RNNBuilder as _RNNBuilder,
+    register_savable as register_savable, savable_classes as savable_classes,
+)
+from autobatch.dynet_params import (
+    DynetParams as DynetParams, init as init, init_from_params as init_from_params,
+)
+from autobatch.lstm_builders import (
+    CompactVanillaLSTMBuilder as CompactVanillaLSTMBuilder, FastLSTMBuilder as FastLSTMBuilder,
+    SparseLSTMBuilder as SparseLSTMBuilder,
+)
+from autobatch.softmax_builders import (
+    ClassFactoredSoftmaxBuilder as ClassFactoredSoftmaxBuilder, SoftmaxBuilder as SoftmaxBuilder,
+    StandardSoftmaxBuilder as StandardSoftmaxBuilder,
+)
+from autobatch.errors import (
+    DimensionError as DimensionError, StaleExpressionError as StaleExpressionError,
+)
+from autobatch.initializers import (
+    PyInitializer as PyInitializer, ConstInitializer as ConstInitializer, FromFileInitializer as FromFileInitializer,
+    GlorotInitializer as GlorotInitializer, IdentityInitializer as IdentityInitializer,
+    NormalInitializer as NormalInitializer, NumpyInitializer as NumpyInitializer,
+    SaxeInitializer as SaxeInitializer, UniformInitializer as UniformInitializer,
+)
+from autobatch.parameters import (
+    Model as Model, ParameterCollection as ParameterCollection,
+    reset_random_seed as reset_random_seed,
+)
+from autobatch.report import config_info as config_info, show_config as show_config
+from autobatch.serialization import (
+    ModelFileError as ModelFileError, load as load, load_generator as load_generator,
+    save as save,
+)
+from autobatch.strategies import Strategy as Strategy
+from autobatch.trainers import (
+    AdadeltaTrainer as AdadeltaTrainer, AdagradTrainer as AdagradTrainer,
+    AdamTrainer as AdamTrainer, AmsgradTrainer as AmsgradTrainer,
+    CyclicalSGDTrainer as CyclicalSGDTrainer, MomentumSGDTrainer as MomentumSGDTrainer,
+    RMSPropTrainer as RMSPropTrainer, SimpleSGDTrainer as SimpleSGDTrainer, Trainer as Trainer,
+)
+
+__version__: str
+
+# snake_case aliases
+input_tensor = inputTensor
+input_vector = inputVector
+scalar_input = scalarInput
+logistic_sigmoid = logistic
+rectified = rectify

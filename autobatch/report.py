@@ -1,0 +1,91 @@
+"""What this installation of autobatch runs on: ``python -m autobatch`` prints it, and
+``autobatch.show_config()`` does the same from a program (as ``np.show_config()``).
+Paste it into a bug report."""
+import importlib.metadata
+import importlib.util
+import platform
+import sys
+
+# optional packages: (import name, distribution name, what it brings)
+EXTRAS = [
+    ("torch", "torch", "the bench's PyTorch baselines"),
+    ("mpi4py", "mpi4py", "autobatch.distributed (data-parallel training)"),
+    ("tqdm", "tqdm", "progress bars in the bench and the examples"),
+    ("dynet", "dynet38", "the bench's DyNet baseline"),
+]
+
+
+def _version(distribution):
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def config_info():
+    """The report as a dict: ``version``, ``python``, ``numpy``, ``scipy``, ``blas``
+    (``library``, ``kernel``, ``threads``: see ``autobatch.blas_info``), ``simd`` (the
+    clone of the elementwise loops in use), ``default_strategy``, ``strategies`` and
+    ``extras`` (name -> installed version, or None when absent). Nothing optional is
+    imported: an extra is looked up, not loaded."""
+    import numpy
+    import scipy
+
+    import autobatch
+    from autobatch._kernels_elementwise import simd_level
+
+    extras = {}
+    for module, distribution, _ in EXTRAS:
+        found = importlib.util.find_spec(module) is not None
+        extras[module] = (_version(distribution) or "installed") if found else None
+    return {
+        "version": autobatch.__version__,
+        "python": f"{platform.python_version()} ({sys.executable})",
+        "platform": platform.platform(),
+        "numpy": numpy.__version__,
+        "scipy": scipy.__version__,
+        "blas": autobatch.blas_info(),
+        "simd": simd_level(),
+        "default_strategy": autobatch.default_strategy(),
+        "strategies": list(autobatch.available_strategies()),
+        "extras": extras,
+    }
+
+
+def format_config(info=None):
+    """The report as text (the lines ``python -m autobatch`` prints)."""
+    info = config_info() if info is None else info
+    blas = info["blas"]
+    lines = [
+        f"autobatch {info['version']}",
+        f"  python:           {info['python']}",
+        f"  platform:         {info['platform']}",
+        f"  numpy, scipy:     {info['numpy']}, {info['scipy']}",
+        f"  BLAS library:     {blas['library'] or 'unknown'}",
+        f"  BLAS kernel:      {blas['kernel'] or 'unknown (not OpenBLAS?)'}",
+        f"  BLAS threads:     {blas['threads'] if blas['threads'] is not None else 'unknown'}"
+        "  (AUTOBATCH_BLAS_THREADS or autobatch.set_blas_threads)",
+        f"  elementwise SIMD: {info['simd']}",
+        f"  default strategy: {info['default_strategy']}"
+        f"  (registered: {', '.join(info['strategies'])})",
+        "  optional packages:",
+    ]
+    for module, _, purpose in EXTRAS:
+        version = info["extras"][module]
+        lines.append(f"    {module + ':':<8s} {version or 'not installed':<14s} {purpose}")
+    return "\n".join(lines)
+
+
+def show_config(file=None):
+    """Print the version, the BLAS library, kernel and thread count, the SIMD level of the
+    elementwise kernels, the default strategy and which optional packages (torch, mpi4py,
+    tqdm, dynet) are installed, to ``file`` (default: standard output).
+
+    Example::
+
+        >>> import autobatch as dy
+        >>> dy.show_config()           # or, from a shell: python -m autobatch
+    """
+    if file is not None and not callable(getattr(file, "write", None)):
+        raise TypeError(f"show_config: file must have a write() method, got {type(file).__name__}")
+    print(format_config(), file=file or sys.stdout)
