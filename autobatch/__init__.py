@@ -8,6 +8,7 @@ into batched kernels, forward and backward.
 
 ``ELEMENTWISE_FUNCTIONS`` maps the name of every elementwise function made from a line
 of ``_elementwise.h`` (``tanh``, ``logistic``, ``elu``, ...) to the function.
+``HAVE_CUDA`` is False, as in a CPU build of DyNet: autobatch runs on the CPU only.
 ``python -m autobatch`` prints the version, BLAS and SIMD in use (``show_config()``).
 """
 __version__ = "0.1.0"     # the one place: pyproject.toml reads it from here
@@ -63,6 +64,7 @@ from autobatch.builders import (
     BiRNNBuilder, TreeLSTMBuilder, TreeState, register_savable, savable_classes,
 )
 from autobatch.lstm_builders import FastLSTMBuilder, CompactVanillaLSTMBuilder, SparseLSTMBuilder
+from autobatch.dynet_extras import HAVE_CUDA, npvalues, values, zeroes, available_devices
 from autobatch.softmax_builders import (
     SoftmaxBuilder, StandardSoftmaxBuilder, ClassFactoredSoftmaxBuilder,
 )

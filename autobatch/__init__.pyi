@@ -24,6 +24,10 @@ from autobatch.builders import (
 from autobatch.dynet_params import (
     DynetParams as DynetParams, init as init, init_from_params as init_from_params,
 )
+from autobatch.dynet_extras import (
+    HAVE_CUDA as HAVE_CUDA, available_devices as available_devices, npvalues as npvalues,
+    values as values, zeroes as zeroes,
+)
 from autobatch.lstm_builders import (
     CompactVanillaLSTMBuilder as CompactVanillaLSTMBuilder, FastLSTMBuilder as FastLSTMBuilder,
     SparseLSTMBuilder as SparseLSTMBuilder,

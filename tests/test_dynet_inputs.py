@@ -407,3 +407,19 @@ def test_parameters_expr_is_a_constant_by_default_as_in_dynet():
         dy.renew_cg()
         dy.squared_norm(use(p)).backward()
         np.testing.assert_array_equal(p.grad_as_array(), [grad, grad])
+
+
+def test_npvalues_and_values_compute_a_list_in_one_forward_as_in_dynet():
+    """dynet38: npvalues([vec(2), mat(2,2)]) -> [array([1., 2.]), array([[1, 2], [3, 4]])];
+    values() gives each one's value() (a list for a vector)."""
+    dy.renew_cg()
+    a, b = dy.inputVector([1, 2]), dy.inputTensor([[1, 2], [3, 4]])
+    x, y = dy.tanh(a), dy.tanh(a * 2)
+    nx, ny = dy.npvalues([x, y])
+    assert dy.cg().stats()["forward_calls"] == 1               # one pass for both
+    np.testing.assert_allclose(nx, np.tanh([1, 2]), rtol=1e-6)
+    np.testing.assert_allclose(ny, np.tanh([2, 4]), rtol=1e-6)
+    va, vb = dy.values([a, b])
+    assert va == [1.0, 2.0] and np.array_equal(vb, [[1, 2], [3, 4]])
+    assert dy.zeroes((2, 3), batch_size=2).dim() == ((2, 3), 2)
+    assert dy.available_devices() == ["CPU"] and dy.HAVE_CUDA is False
