@@ -164,7 +164,9 @@ cdef void extreme_dim_fwd(Batch* b) noexcept nogil:
                     y[at] = x[best]
                     pos[at] = best
 
-cdef void extreme_dim_bwd(Batch* b) noexcept nogil:
+cdef void recorded_positions_bwd(Batch* b) noexcept nogil:
+    # each output element is the input element whose index forward recorded in int_aux
+    # (max_dim, min_dim, kmax_pooling): its gradient goes back there
     if not batch_arg_needs_grad(b, 0):
         return
     cdef int j, i

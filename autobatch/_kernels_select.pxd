@@ -6,4 +6,3 @@ cdef void select_bwd(Batch* b) noexcept nogil
 cdef void strided_fwd(Batch* b) noexcept nogil
 cdef void strided_bwd(Batch* b) noexcept nogil
 cdef void kmax_fwd(Batch* b) noexcept nogil
-cdef void kmax_bwd(Batch* b) noexcept nogil

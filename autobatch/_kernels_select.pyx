@@ -145,17 +145,3 @@ cdef void kmax_fwd(Batch* b) noexcept nogil:
                             y[e * m + (o * K + taken) * inner + t] = x[base + l * inner]
                             pos[e * m + (o * K + taken) * inner + t] = base + l * inner
                             taken += 1
-
-cdef void kmax_bwd(Batch* b) noexcept nogil:
-    if not batch_arg_needs_grad(b, 0):
-        return
-    cdef int j, i
-    cdef int32_t* pos
-    cdef float* dx
-    cdef float* dy
-    for j in range(b.n):
-        pos = int_aux(NODE(b, j))
-        dx = ARG(b, j, 0).grad
-        dy = NODE(b, j).grad
-        for i in range(NODE(b, j).size):
-            dx[pos[i]] += dy[i]
