@@ -107,3 +107,20 @@ def run(dy, f, inputs, seed):
     loss.backward(full=True)
     grads = [np.asarray(x.gradient(), dtype=np.float64) for x in xs]
     return (tuple(dims), bs), value, grads
+
+
+def record(dy, cases, path):
+    """Run every case with dy and save "<case>/input<i>" (input i as given), "<case>/dims"
+    (the shape then the batch size), "<case>/value" and "<case>/grad<i>" (the gradient of
+    input i, as run gives it) to the .npz file path."""
+    out = {}
+    for k, (name, f, inputs) in enumerate(cases):
+        (dims, bs), value, grads = run(dy, f, inputs, k)
+        for i, (a, _) in enumerate(inputs):
+            out[f"{name}/input{i}"] = a
+        out[f"{name}/dims"] = np.array(list(dims) + [bs])
+        out[f"{name}/value"] = value
+        for i, g in enumerate(grads):
+            out[f"{name}/grad{i}"] = g
+    np.savez_compressed(path, **out)
+    print(f"{len(cases)} cases written")

@@ -11,21 +11,10 @@ import os
 import sys
 
 import dynet as dy
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from dynet_argmax import CASES  # noqa: E402
-from dynet_ops_a import run  # noqa: E402
+from dynet_ops_a import record  # noqa: E402
 
-out = {}
-for k, (name, f, inputs) in enumerate(CASES):
-    (dims, bs), value, grads = run(dy, f, inputs, k)
-    for i, (a, _) in enumerate(inputs):
-        out[f"{name}/input{i}"] = a
-    out[f"{name}/dims"] = np.array(list(dims) + [bs])
-    out[f"{name}/value"] = value
-    for i, g in enumerate(grads):
-        out[f"{name}/grad{i}"] = g
-np.savez_compressed(os.path.join(HERE, "dynet_argmax.npz"), **out)
-print(f"{len(CASES)} cases written")
+record(dy, CASES, os.path.join(HERE, "dynet_argmax.npz"))

@@ -11,20 +11,9 @@ import os
 import sys
 
 import dynet as dy
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from dynet_ops_a import CASES, run  # noqa: E402
+from dynet_ops_a import CASES, record  # noqa: E402
 
-out = {}
-for k, (name, f, inputs) in enumerate(CASES):
-    (dims, bs), value, grads = run(dy, f, inputs, k)
-    for i, (a, _) in enumerate(inputs):
-        out[f"{name}/input{i}"] = a
-    out[f"{name}/dims"] = np.array(list(dims) + [bs])
-    out[f"{name}/value"] = value
-    for i, g in enumerate(grads):
-        out[f"{name}/grad{i}"] = g
-np.savez_compressed(os.path.join(HERE, "dynet_ops_a.npz"), **out)
-print(f"{len(CASES)} cases written")
+record(dy, CASES, os.path.join(HERE, "dynet_ops_a.npz"))
