@@ -19,7 +19,8 @@ from autobatch._core import LookupParameters, Parameters
 from autobatch.dynet_pickle import (DYNET_BUILDERS, MAX_SPEC_DEPTH, _ClassRef, _dynet_name,
                                     _FuncRef, _ours, _pickle, _UserRef, _user_name, read_meta)
 from autobatch.builders import savable_class
-from autobatch.serialization import ModelFileError, _all_params, _read_all, _write_atomic
+from autobatch.serialization import (ModelFileError, _all_params, _read_all, _write_atomic,
+                                     _rolled_back_on_failure)
 
 
 # ---------------------------------------------------------- rebuilding ----
@@ -127,15 +128,8 @@ def _rebuild(ref, spec, name, records, pc, label):
 def load(basename, pc, meta_bytes):
     """DyNet's dy.load: the objects of `meta_bytes` (basename.meta) added to pc, in
     order. On any failure pc is rolled back and ModelFileError raised."""
-    snap = pc._snapshot()
-    try:
+    with _rolled_back_on_failure(pc, f"{basename}: DyNet's saved objects cannot be rebuilt here"):
         return _load(basename, pc, meta_bytes)
-    except BaseException as e:
-        pc._rollback(snap)
-        if isinstance(e, (ModelFileError, MemoryError)) or not isinstance(e, Exception):
-            raise
-        raise ModelFileError(f"{basename}: DyNet's saved objects cannot be rebuilt here: "
-                             f"{type(e).__name__}: {str(e)[:300]}") from e
 
 
 def _load(basename, pc, meta_bytes):

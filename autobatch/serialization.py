@@ -46,6 +46,7 @@ the collection is left unchanged. Every damaged or hostile file raises
 `ModelFileError`. Version 1 files (no end record, unchecksummed metadata) still
 populate; `dy.load` takes a version 1 pair only with ``allow_v1=True``.
 """
+import contextlib
 import hashlib
 import io
 import json
@@ -618,8 +619,7 @@ def load(basename, params, allow_v1=False):
     for e in entries:
         if e["kind"] in ("param", "lookup") and e["name"] not in records:
             raise ModelFileError(f"{label}: missing parameter {e['name']}")
-    snap = params._snapshot()
-    try:
+    with _rolled_back_on_failure(params, f"{basename}: the saved objects cannot be rebuilt"):
         used = set()
         objects = [_load_entry(e, records, params, label, used) for e in entries]
         unused = [n for n in records if n not in used]
@@ -627,12 +627,21 @@ def load(basename, params, allow_v1=False):
             raise ModelFileError(f"{label}: {len(unused)} saved parameter(s) belong to no object "
                                  f"of the metadata: {', '.join(unused[:5])}")
         return objects
+
+
+@contextlib.contextmanager
+def _rolled_back_on_failure(params, what):
+    """Run the body (a load into the collection params); if it fails, params is put back
+    as it was, and an error that is not already a ModelFileError (or MemoryError, or
+    not an Exception, like KeyboardInterrupt) becomes ModelFileError("what: ...")."""
+    snap = params._snapshot()
+    try:
+        yield
     except BaseException as e:
         params._rollback(snap)
         if isinstance(e, (ModelFileError, MemoryError)) or not isinstance(e, Exception):
             raise
-        raise ModelFileError(f"{basename}: the saved objects cannot be rebuilt: "
-                             f"{type(e).__name__}: {str(e)[:300]}") from e
+        raise ModelFileError(f"{what}: {type(e).__name__}: {str(e)[:300]}") from e
 
 
 def load_generator(basename, params, allow_v1=False):
