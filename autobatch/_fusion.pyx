@@ -240,7 +240,6 @@ cdef bint chain_backward(const NodeView* v, const BatchLog* log, int64_t first, 
     return True
 
 
-
 cdef void chain_part(void* ctx, int c) noexcept nogil:
     cdef Chain* ch = <Chain*>ctx
     cdef int j0 = <int>(<long>c * ch.n // ch.parts), end = <int>(<long>(c + 1) * ch.n // ch.parts)
