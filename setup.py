@@ -8,6 +8,7 @@ from setuptools import Extension, setup
 MOD_NAMES = [
     "autobatch._memory",        # arenas and growth; MemoryError on exhaustion
     "autobatch._random",        # random numbers of the random ops
+    "autobatch._threads",       # the kernels' thread pool; products split over it
     # batched kernels by family (node types in _nodes.pxd, helpers in _kernel_util.pxd)
     "autobatch._kernels_elementwise",
     "autobatch._kernels_products",
@@ -26,6 +27,7 @@ MOD_NAMES = [
     "autobatch._kernels_conv_np",   # ... their numpy entry points, for kernel tests
     "autobatch._conv_nodes",    # ... over the images of every node of a batch
     "autobatch._optable",       # the op table: one record per op
+    "autobatch._parallel",      # a batch's kernel as ranges of its nodes on the threads
     "autobatch._signatures",    # interning signatures derived from the op records
     "autobatch._scheduler",     # the ready frontier
     "autobatch._strategies",    # the strategies' policies and their registry

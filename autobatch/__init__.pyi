@@ -13,6 +13,7 @@ from autobatch._strategies import (
     set_default_strategy as set_default_strategy,
 )
 from autobatch.blas import blas_info as blas_info, set_blas_threads as set_blas_threads
+from autobatch._threads import set_num_threads as set_num_threads, get_num_threads as get_num_threads
 from autobatch.builders import (
     BiRNNBuilder as BiRNNBuilder, CoupledLSTMBuilder as CoupledLSTMBuilder,
     GRUBuilder as GRUBuilder, LSTMBuilder as LSTMBuilder, RNNState as RNNState,

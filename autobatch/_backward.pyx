@@ -18,6 +18,7 @@ from autobatch._kernels_products cimport flush_weight_grads
 from autobatch._nodes cimport (Node, OpDef, WeightGrad, WeightGrads, F_NEEDS_GRAD, F_TRAINABLE,
                                F_GRAD_SET, grad_ready, NODE, ARG)
 from autobatch._optable cimport op_table, OP_LOOKUP_BATCH
+from autobatch._parallel cimport run_kernel
 from autobatch._profile cimport P_KERNEL, P_MEMORY, prof_start, prof_stop
 from autobatch._memory cimport arena_alloc_or_raise, arena_check, arena_reset
 from autobatch._scheduler cimport sched_collect
@@ -118,7 +119,7 @@ cdef int64_t run_in_reverse(const NodeView* v, const BatchLog* log, Sched* work,
         ready_gradients(ctx, OPS[v.nodes[ids[0]].op].first_write)
         prof_stop(ctx.prof, P_MEMORY, t0)
         t0 = prof_start(ctx.prof)
-        OPS[v.nodes[ids[0]].op].bwd(ctx)
+        run_kernel(&OPS[v.nodes[ids[0]].op], ctx, True)
         prof_stop(ctx.prof, P_KERNEL, t0)
         if ctx.scratch.failed:
             break

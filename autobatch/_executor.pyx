@@ -8,6 +8,7 @@ from libc.string cimport memcpy, memset
 
 from autobatch._nodes cimport Node, OpDef, elems, F_DONE
 from autobatch._optable cimport op_table
+from autobatch._parallel cimport run_kernel
 from autobatch._profile cimport P_KERNEL, prof_start, prof_stop
 from autobatch._memory cimport arena_alloc_or_raise, arena_check, grow, next_capacity, resize
 
@@ -34,7 +35,7 @@ cdef int run_batch(BatchLog* log, Batch* ctx, int32_t* ids, int n, bint check_va
     ctx.math = &OPS[n0.op].math
     cdef double t0 = prof_start(ctx.prof)
     with nogil:
-        OPS[n0.op].fwd(ctx)
+        run_kernel(&OPS[n0.op], ctx, False)
     prof_stop(ctx.prof, P_KERNEL, t0)
     arena_check(ctx.arena)          # a kernel ran out of memory: the batch did not run
     arena_check(ctx.scratch)

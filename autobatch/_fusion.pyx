@@ -23,7 +23,8 @@ The numbers are those of the unfused kernels (the same loops over the same
 elements); only the order of accumulation into gradients that several nodes share
 (a bias) may differ, by rounding."""
 from libc.stdint cimport int32_t, int64_t, uint8_t
-from libc.stdlib cimport calloc
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy
 
 from autobatch._executor cimport log_stage, check_finite
 from autobatch._kernels_elementwise cimport unary_fwd, unary_bwd, binary_fwd, binary_bwd
@@ -31,6 +32,8 @@ from autobatch._memory cimport arena_alloc
 from autobatch._nodes cimport (Node, OpDef, F_DONE, F_NEEDS_GRAD, grad_fresh, grad_mark,
                                grad_ready)
 from autobatch._optable cimport op_table, n_ops
+from autobatch._parallel cimport gradients_disjoint
+from autobatch._threads cimport pool_run, pool_threads, split_worthwhile
 
 cdef const OpDef* OPS = op_table()
 
@@ -40,6 +43,17 @@ cdef enum:
     BINARY = 2
     TILE = 2048                 # elements per tile of the fused pass (8 KB)
     MAX_STAGES = 64             # stages of one chain
+
+# A chain's pass over its nodes: ranges of them on the engine's threads when it is
+# large (each range tile by tile, as one thread does: the numbers are the same).
+ctypedef struct Chain:
+    const NodeView* v
+    const BatchLog* log
+    int64_t first, last     # batch `first` is the producer; stages first+1 .. last
+    int n                   # nodes per stage
+    bint backward
+    int parts
+
 
 # per op: whether it may be a stage of a chain (its kernels are the generic unary or
 # binary ones, so its math is the _elementwise.h lines the fused loops call)
@@ -129,7 +143,7 @@ cdef int64_t fuse_chain(Sched* s, const NodeView* v, BatchLog* log, Batch* ctx, 
     cdef const int32_t* prev = s.picked
     cdef int32_t* ids
     cdef int32_t sig
-    cdef int j, per, j0, j1, tile
+    cdef int j, per
     cdef float* block
     # the stages: each is found from the last, recorded in the log before it runs
     # (its ids are read from there); a stage without memory ends the chain (it runs
@@ -151,16 +165,11 @@ cdef int64_t fuse_chain(Sched* s, const NodeView* v, BatchLog* log, Batch* ctx, 
         nst += 1
     if nst == 0:
         return 0
-    # one pass: every stage over one tile of nodes before the next tile
-    per = v.nodes[log.ids[log.at[first]]].size
-    tile = max(1, TILE // max(per, 1))
+    # one pass: every stage over one tile of nodes before the next tile (batch first - 1,
+    # which just ran, is the chain's producer)
+    cdef Chain chain = Chain(v, log, first - 1, first + nst - 1, n, False, 1)
     with nogil:
-        j0 = 0
-        while j0 < n:               # (range() with a variable step is Python's)
-            j1 = min(n, j0 + tile)
-            for k in range(first, first + nst):
-                stage_forward(v, log.ids + log.at[k], j0, j1)
-            j0 = j1
+        run_chain(&chain)
     for k in range(first, first + nst):
         total += n
         if check_validity:
@@ -219,19 +228,52 @@ cdef bint chain_backward(const NodeView* v, const BatchLog* log, int64_t first, 
     the chain is an ancestor of the target (as the unfused pass, it then runs every
     node's backward); returns False otherwise and nothing ran."""
     cdef int64_t k
-    cdef int j, j0, j1, n = log.count[first], per, tile
+    cdef int j, n = log.count[first]
     cdef const int32_t* ids
     for k in range(first, last + 1):
         ids = log.ids + log.at[k]
         for j in range(n):
             if mark[ids[j]] != stamp:
                 return False
-    per = v.nodes[log.ids[log.at[first + 1]]].size
-    tile = max(1, TILE // max(per, 1))
-    j0 = 0
-    while j0 < n:
-        j1 = min(n, j0 + tile)
-        for k in range(last, first, -1):
-            stage_backward(v, log.ids + log.at[k], j0, j1)
-        j0 = j1
+    cdef Chain chain = Chain(v, log, first, last, n, True, 1)
+    run_chain(&chain)
     return True
+
+
+cdef void chain_part(void* ctx, int c) noexcept nogil:
+    cdef Chain* ch = <Chain*>ctx
+    cdef int j0 = <int>(<long>c * ch.n // ch.parts), end = <int>(<long>(c + 1) * ch.n // ch.parts)
+    cdef int per = ch.v.nodes[ch.log.ids[ch.log.at[ch.first + 1]]].size, j1, tile
+    cdef int64_t k
+    tile = max(1, TILE // max(per, 1))
+    while j0 < end:             # (range() with a variable step is Python's)
+        j1 = min(end, j0 + tile)
+        if ch.backward:
+            for k in range(ch.last, ch.first, -1):
+                stage_backward(ch.v, ch.log.ids + ch.log.at[k], j0, j1)
+        else:
+            for k in range(ch.first + 1, ch.last + 1):
+                stage_forward(ch.v, ch.log.ids + ch.log.at[k], j0, j1)
+        j0 = j1
+
+
+cdef void run_chain(Chain* ch) noexcept nogil:
+    cdef int per = ch.v.nodes[ch.log.ids[ch.log.at[ch.first + 1]]].size
+    ch.parts = 1
+    if split_worthwhile(ch.n, per) and (not ch.backward or stage_gradients_disjoint(ch)):
+        ch.parts = min(pool_threads(), ch.n)
+    pool_run(chain_part, ch, ch.parts)
+
+
+cdef bint stage_gradients_disjoint(const Chain* ch) noexcept nogil:
+    """The gradients the stages' backward adds into are disjoint (_parallel)."""
+    cdef int64_t k, stages = ch.last - ch.first
+    cdef int32_t* ids = <int32_t*>malloc(<size_t>stages * ch.n * sizeof(int32_t))
+    cdef bint ok
+    if ids == NULL:
+        return False
+    for k in range(stages):
+        memcpy(ids + k * ch.n, ch.log.ids + ch.log.at[ch.first + 1 + k], ch.n * sizeof(int32_t))
+    ok = gradients_disjoint(ch.v.nodes, ch.v.args, ids, <int>(stages * ch.n))
+    free(ids)
+    return ok

@@ -2,11 +2,12 @@
 # batch, fast math. Declarations only (no module).
 from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memcpy, memset
-from scipy.linalg.cython_blas cimport sgemm, sgemv, sger
+from scipy.linalg.cython_blas cimport sgemv, sger
 
 from autobatch._memory cimport Arena, arena_alloc
 from autobatch._nodes cimport Batch, Node, ARG, MAX_DIMS, grad_fresh, grad_mark
 from autobatch._profile cimport P_GATHER, prof_start, prof_stop
+from autobatch._threads cimport gemm_threaded
 
 cdef extern from "_fastmath.h" nogil:
     float exp_nonpos "ab_exp_nonpos" (float x)
@@ -16,29 +17,9 @@ cdef extern from "_fastmath.h" nogil:
 cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,
                       float* A, int lda, float* B, int ldb, float beta,
                       float* C, int ldc) noexcept nogil:
-    """Column-major C = alpha op(A) op(B) + beta C. One column goes to gemv and a
-    rank-1 update to ger: sgemm would pack the whole of A for them on every call."""
-    cdef int i, one = 1, inc
-    if m == 0 or n == 0:
-        return
-    if k == 0:
-        if beta == 0.0:
-            for i in range(n):
-                memset(C + i * ldc, 0, m * sizeof(float))
-        return
-    if n == 1:
-        inc = 1 if tb == b'N' else ldb
-        if ta == b'N':
-            sgemv(&ta, &m, &k, &alpha, A, &lda, B, &inc, &beta, C, &one)
-        else:
-            sgemv(&ta, &k, &m, &alpha, A, &lda, B, &inc, &beta, C, &one)
-        return
-    if k == 1 and beta == 1.0:
-        inc = 1 if ta == b'N' else lda
-        i = 1 if tb == b'T' else ldb
-        sger(&m, &n, &alpha, A, &inc, B, &i, C, &ldc)
-        return
-    sgemm(&ta, &tb, &m, &n, &k, &alpha, A, &lda, B, &ldb, &beta, C, &ldc)
+    """Column-major C = alpha op(A) op(B) + beta C (_gemm.gemm_serial), split over the
+    engine's threads when it is large (_threads)."""
+    gemm_threaded(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 cdef inline float* consecutive(Batch* b, int a, bint grads) noexcept nogil:
     """The values (or gradients) of argument a of all nodes, if they follow each

@@ -173,6 +173,9 @@ ctypedef struct OpDef:
     KernelFn fwd
     KernelFn bwd
     ElementwiseMath math
+    bint split_fwd      # fwd of a node writes only that node's value and allocates nothing,
+    bint split_bwd      # bwd only its arguments' gradients: a large batch may run as ranges
+                        # of its nodes on several threads (_parallel)
     bint first_write    # bwd handles F_GRAD_SET of the arguments (assigns a gradient not
                         # written yet); else backward zeroes them before calling it
 

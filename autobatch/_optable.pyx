@@ -50,6 +50,12 @@ cdef int defop(int op, const char* name, int nargs, KernelFn fwd, KernelFn bwd,
     OPS[op].shared_arg = shared_arg
     OPS[op].shared_step = shared_step
     OPS[op].leaf = fwd == NULL
+    # kernels that touch only their own nodes' values (forward) or their arguments'
+    # gradients (backward)
+    OPS[op].split_fwd = fwd in (unary_fwd, binary_fwd, esum_fwd, concat_fwd, lstm_gates_fwd,
+                                lstm_cell_fwd, lstm_hidden_fwd)
+    OPS[op].split_bwd = bwd in (unary_bwd, binary_bwd, no_bwd, esum_bwd, concat_bwd,
+                                lstm_gates_bwd, lstm_cell_bwd, lstm_hidden_bwd)
     # these backward kernels assign an argument's gradient on its first write
     OPS[op].first_write = (bwd == unary_bwd or bwd == binary_bwd or bwd == matmul_bwd
                            or bwd == affine_bwd)

@@ -25,7 +25,8 @@ def _version(distribution):
 def config_info():
     """The report as a dict: ``version``, ``python``, ``numpy``, ``scipy``, ``blas``
     (``library``, ``kernel``, ``threads``: see ``autobatch.blas_info``), ``simd`` (the
-    clone of the elementwise loops in use), ``default_strategy``, ``strategies`` and
+    clone of the elementwise loops in use), ``threads`` (the engine's, see
+    ``autobatch.set_num_threads``), ``default_strategy``, ``strategies`` and
     ``extras`` (name -> installed version, or None when absent). Nothing optional is
     imported: an extra is looked up, not loaded."""
     import numpy
@@ -46,6 +47,7 @@ def config_info():
         "scipy": scipy.__version__,
         "blas": autobatch.blas_info(),
         "simd": simd_level(),
+        "threads": autobatch.get_num_threads(),
         "default_strategy": autobatch.default_strategy(),
         "strategies": list(autobatch.available_strategies()),
         "extras": extras,
@@ -66,6 +68,7 @@ def format_config(info=None):
         f"  BLAS threads:     {blas['threads'] if blas['threads'] is not None else 'unknown'}"
         "  (AUTOBATCH_BLAS_THREADS or autobatch.set_blas_threads)",
         f"  elementwise SIMD: {info['simd']}",
+        f"  engine threads:   {info['threads']}  (AUTOBATCH_NUM_THREADS or autobatch.set_num_threads)",
         f"  default strategy: {info['default_strategy']}"
         f"  (registered: {', '.join(info['strategies'])})",
         "  optional packages:",

@@ -18,7 +18,7 @@ def test_python_m_autobatch_prints_the_report(tmp_path):
     info = dy.config_info()
     assert out.splitlines()[0] == f"autobatch {dy.__version__}"
     for label in ("BLAS library:", "BLAS kernel:", "BLAS threads:", "elementwise SIMD:",
-                  "default strategy:", "numpy, scipy:"):
+                  "engine threads:", "default strategy:", "numpy, scipy:"):
         assert label in out, label
     assert f"default strategy: {dy.default_strategy()}" in out
     assert f"elementwise SIMD: {info['simd']}" in out
@@ -54,6 +54,16 @@ def test_the_threads_shown_follow_set_blas_threads():
         assert "BLAS threads:     2" in report.format_config()
     finally:
         dy.set_blas_threads(before)
+
+
+def test_the_engine_threads_shown_follow_set_num_threads():
+    before = dy.get_num_threads()
+    try:
+        dy.set_num_threads(2)
+        assert dy.config_info()["threads"] == 2
+        assert "engine threads:   2" in report.format_config()
+    finally:
+        dy.set_num_threads(before)
 
 
 def test_show_config_writes_to_a_file(tmp_path):

@@ -44,16 +44,20 @@ DYNET_NAMES = {0: "dynet", 1: "dynet-agenda"}    # by DyNet's autobatch setting
 # ------------------------------------------------------------------ systems --
 
 class AutobatchSystem:
-    """A task model with its own parameters and trainer, run under one strategy."""
+    """A task model with its own parameters and trainer, run under one strategy;
+    `strategy@N` runs it on N engine threads (dy.set_num_threads), set before each step."""
 
     def __init__(self, task, strategy, hidden, seed, meta, lr, variant="builder"):
         self.name = strategy
         self.variant = variant
-        self.strategy = strategy
+        self.strategy, _, threads = strategy.partition("@")
+        self.threads = int(threads) if threads else 1
         self.task = tasks.make(task, hidden, seed, meta, variant)
         self.trainer = dy.SimpleSGDTrainer(self.task.pc, lr)
 
     def step(self, batch):
+        if dy.get_num_threads() != self.threads:
+            dy.set_num_threads(self.threads)
         t0 = time.perf_counter()
         dy.renew_cg(strategy=self.strategy)
         loss = dy.esum([self.task.loss(inst) for inst in batch])
@@ -377,7 +381,9 @@ def main(argv=None, native_blas=False):
     ap = argparse.ArgumentParser(prog="python -m autobatch.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", default="all", help="all or a comma list of " + ",".join(tasks.TASKS))
-    ap.add_argument("--strategy", default="all", help="all (every registered strategy) or a comma list")
+    ap.add_argument("--strategy", default="all",
+                    help="all (every registered strategy) or a comma list; NAME@N runs a strategy "
+                         "on N engine threads (dy.set_num_threads), e.g. agenda,agenda@2")
     ap.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE_OR_FILE",
                     help="import this module (or .py file) first, e.g. one that registers a strategy "
                          "with autobatch.register_strategy; repeatable")
@@ -416,7 +422,13 @@ def main(argv=None, native_blas=False):
     for spec in a.imports:
         import_plugin(spec)
     task_names = parse_list(a.task, tasks.TASKS, "task")
-    strategies = parse_list(a.strategy, list(dy.available_strategies()), "strategy")
+    strategies = parse_list(a.strategy, list(dy.available_strategies()), "strategy") \
+        if a.strategy == "all" else parse_list(a.strategy)
+    parse_list(",".join(s.partition("@")[0] for s in strategies), list(dy.available_strategies()),
+               "strategy")
+    bad = [s for s in strategies if "@" in s and not s.partition("@")[2].isdigit()]
+    if bad:
+        ap.error(f"--strategy: threads after @ must be a number: {', '.join(bad)}")
     batch_sizes = [int(x) for x in parse_list(a.batch_sizes)] if a.batch_sizes else [a.batch_size]
     hiddens = [int(x) for x in parse_list(a.hidden)]
     torch_modes = [] if a.no_torch else parse_list(a.torch, TORCH_MODES, "torch baseline")

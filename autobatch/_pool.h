@@ -1,0 +1,176 @@
+/* A small thread pool for the engine's kernels: ab_pool_run(fn, ctx, n) runs
+ * fn(ctx, 0..n-1) on the calling thread and the pool's workers together.
+ *
+ * Chunks are claimed one at a time through one 64-bit ticket (job number << 32 | next
+ * chunk), so a worker that wakes late, or is descheduled on a busy machine, claims
+ * nothing of a job that has moved on: the caller then runs the chunks itself and waits
+ * only for a chunk a worker has already started. A worker spins for a while after a
+ * job (the next product of a step follows within microseconds), then sleeps.
+ *
+ * One job at a time: a second thread's ab_pool_run (two threads each computing their
+ * own graph), or one from inside a chunk, runs its chunks inline. After fork() the
+ * child has no workers (pthread_atfork), so it runs everything inline. */
+#ifndef AUTOBATCH_POOL_H
+#define AUTOBATCH_POOL_H
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#define AB_MAX_THREADS 64
+#define AB_SPIN_NS 200000          /* a worker spins this long after a job, then sleeps */
+
+typedef void (*ab_chunk_fn)(void *ctx, int chunk);
+
+static struct {
+    pthread_t tid[AB_MAX_THREADS];
+    int workers;                   /* threads besides the caller */
+    ab_chunk_fn fn;                /* the current job: valid while its chunks run */
+    void *ctx;
+    int chunks;
+    uint64_t ticket;               /* job << 32 | next chunk to claim (atomic) */
+    int done;                      /* chunks of the current job finished (atomic) */
+    int stop;                      /* workers end (atomic) */
+    int sleepers;                  /* under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    pthread_mutex_t busy;          /* held by the thread whose job runs */
+} ab_pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
+             .busy = PTHREAD_MUTEX_INITIALIZER};
+
+static inline void ab_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static inline double ab_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* Claim and run chunks of job `job` until none is left or the job has changed. */
+static void ab_pool_work(uint32_t job) {
+    uint64_t t = __atomic_load_n(&ab_pool.ticket, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if ((uint32_t)(t >> 32) != job)
+            return;
+        /* read after the ticket (acquire): the job these chunks belong to */
+        ab_chunk_fn fn = ab_pool.fn;
+        void *ctx = ab_pool.ctx;
+        int chunks = ab_pool.chunks;
+        uint32_t next = (uint32_t)t;
+        if ((int)next >= chunks)
+            return;
+        if (__atomic_compare_exchange_n(&ab_pool.ticket, &t, t + 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            fn(ctx, (int)next);
+            __atomic_fetch_add(&ab_pool.done, 1, __ATOMIC_RELEASE);
+            t = __atomic_load_n(&ab_pool.ticket, __ATOMIC_ACQUIRE);
+        }   /* else t holds the ticket's current value: look again */
+    }
+}
+
+static void *ab_pool_worker(void *unused) {
+    (void)unused;
+    uint32_t seen = (uint32_t)(__atomic_load_n(&ab_pool.ticket, __ATOMIC_ACQUIRE) >> 32);
+    for (;;) {
+        double until = ab_now_ns() + AB_SPIN_NS;
+        int spins = 0;
+        uint32_t job;
+        while ((job = (uint32_t)(__atomic_load_n(&ab_pool.ticket, __ATOMIC_ACQUIRE) >> 32)) == seen) {
+            if (__atomic_load_n(&ab_pool.stop, __ATOMIC_ACQUIRE))
+                return NULL;
+            ab_relax();
+            if (++spins % 64 == 0 && ab_now_ns() > until) {
+                pthread_mutex_lock(&ab_pool.mu);
+                ab_pool.sleepers++;
+                while ((uint32_t)(__atomic_load_n(&ab_pool.ticket, __ATOMIC_ACQUIRE) >> 32) == seen
+                       && !__atomic_load_n(&ab_pool.stop, __ATOMIC_ACQUIRE))
+                    pthread_cond_wait(&ab_pool.wake, &ab_pool.mu);
+                ab_pool.sleepers--;
+                pthread_mutex_unlock(&ab_pool.mu);
+                until = ab_now_ns() + AB_SPIN_NS;
+            }
+        }
+        seen = job;
+        ab_pool_work(job);
+    }
+}
+
+static void ab_pool_stop_workers(void) {
+    __atomic_store_n(&ab_pool.stop, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&ab_pool.mu);
+    pthread_cond_broadcast(&ab_pool.wake);
+    pthread_mutex_unlock(&ab_pool.mu);
+    for (int i = 0; i < ab_pool.workers; i++)
+        pthread_join(ab_pool.tid[i], NULL);
+    ab_pool.workers = 0;
+    __atomic_store_n(&ab_pool.stop, 0, __ATOMIC_RELEASE);
+}
+
+static void ab_pool_after_fork_child(void) {
+    /* the workers did not come along; the locks may have been held by them */
+    ab_pool.workers = 0;
+    ab_pool.sleepers = 0;
+    pthread_mutex_init(&ab_pool.mu, NULL);
+    pthread_cond_init(&ab_pool.wake, NULL);
+    pthread_mutex_init(&ab_pool.busy, NULL);
+}
+
+/* Use n threads in all (the caller and n - 1 workers); 0 on success, else the
+ * pthread_create error (the pool then has the workers it could start). */
+static int ab_pool_resize(int n) {
+    static int atfork_done = 0;
+    if (!atfork_done) {
+        pthread_atfork(NULL, NULL, ab_pool_after_fork_child);
+        atfork_done = 1;
+    }
+    if (n < 1)
+        n = 1;
+    if (n > AB_MAX_THREADS)
+        n = AB_MAX_THREADS;
+    pthread_mutex_lock(&ab_pool.busy);        /* no job runs while the pool changes */
+    ab_pool_stop_workers();
+    int err = 0;
+    for (int i = 0; i < n - 1; i++) {
+        err = pthread_create(&ab_pool.tid[i], NULL, ab_pool_worker, NULL);
+        if (err)
+            break;
+        ab_pool.workers++;
+    }
+    pthread_mutex_unlock(&ab_pool.busy);
+    return err;
+}
+
+static inline int ab_pool_threads(void) {
+    return ab_pool.workers + 1;
+}
+
+/* fn(ctx, c) for c in 0..chunks-1, on this thread and the workers; returns when all
+ * have run. Runs them inline when the pool is busy (another thread's job, or a call
+ * from inside a chunk) or has no workers. */
+static void ab_pool_run(ab_chunk_fn fn, void *ctx, int chunks) {
+    if (chunks <= 0)
+        return;
+    if (chunks == 1 || ab_pool.workers == 0 || pthread_mutex_trylock(&ab_pool.busy) != 0) {
+        for (int c = 0; c < chunks; c++)
+            fn(ctx, c);
+        return;
+    }
+    uint32_t job = (uint32_t)(__atomic_load_n(&ab_pool.ticket, __ATOMIC_RELAXED) >> 32) + 1;
+    ab_pool.fn = fn;
+    ab_pool.ctx = ctx;
+    ab_pool.chunks = chunks;
+    __atomic_store_n(&ab_pool.done, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ab_pool.ticket, (uint64_t)job << 32, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&ab_pool.mu);
+    if (ab_pool.sleepers)
+        pthread_cond_broadcast(&ab_pool.wake);
+    pthread_mutex_unlock(&ab_pool.mu);
+    ab_pool_work(job);
+    while (__atomic_load_n(&ab_pool.done, __ATOMIC_ACQUIRE) < chunks)
+        ab_relax();                 /* a worker finishes the chunk it has started */
+    pthread_mutex_unlock(&ab_pool.busy);
+}
+#endif
