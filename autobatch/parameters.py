@@ -208,11 +208,13 @@ class ParameterCollection:
 
     def parameters_list(self):
         """Parameters of this collection and its subcollections, in creation order."""
-        return [p for p in self._registry.params if self._mine(p)]
+        prefix = self._name         # _mine inlined: trainers call this on every update
+        return [p for p in self._registry.params if p._name.startswith(prefix)]
 
     def lookup_parameters_list(self):
         """Lookup parameters of this collection and its subcollections."""
-        return [p for p in self._registry.lookups if self._mine(p)]
+        prefix = self._name
+        return [p for p in self._registry.lookups if p._name.startswith(prefix)]
 
     def parameter_count(self):
         """The number of scalar values in all the collection's parameters and lookup
