@@ -20,6 +20,11 @@ One `update()`:
 
 In the rules ``g`` is the clipped gradient, ``lr`` the learning rate, ``t`` the number of
 updates done before this one plus 1. State starts at zero.
+
+Each trainer's `rule` below is its numpy reference; `update()` runs the built-in ones as
+compiled loops (autobatch/_update.pyx: steps 1-4 in one pass over each parameter, the
+same float32 numbers). A subclass that overrides `rule` in Python gets it called, on
+numpy arrays, as before.
 """
 import math
 import sys
