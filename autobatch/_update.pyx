@@ -239,6 +239,11 @@ cdef double sum_squares(const float* x, Py_ssize_t n) noexcept nogil:
     return total
 
 
+def sum_of_squares(const float[::1] x):
+    """The sum of the squares of a 1-d float32 array, in double."""
+    return sum_squares(&x[0], x.shape[0]) if x.shape[0] else 0.0
+
+
 def squared_norm(list dense, list sparse):
     """Sum of the squared gradients (in double) of every Slot of `dense`, and of the used
     rows of every table Slot of `sparse`: the square of the clipping norm."""

@@ -162,3 +162,12 @@ def test_a_wrapped_builtin_rule_runs(monkeypatch):
     fill_gradients(params, lookups, np.random.default_rng(0), big=False)
     dy.AdamTrainer(pc).update()
     assert len(seen) == len(params) + len(lookups)
+
+
+def test_gradient_l2_norm_sums_in_double():
+    pc, params, lookups = model(seed=6)
+    fill_gradients(params, lookups, np.random.default_rng(1), big=True)
+    params[0].grad[0, 0] = 1e4          # float32 sums of the rest would lose digits here
+    want = np.sqrt(sum((p.grad.astype(np.float64) ** 2).sum() for p in params + lookups))
+    assert pc.gradient_l2_norm() == pytest.approx(want, rel=1e-13)
+    assert _update.sum_of_squares(np.zeros(0, np.float32)) == 0.0
