@@ -125,13 +125,31 @@ cdef void amsgrad(float* theta, float* grad, float** s, Py_ssize_t n, const Hype
         theta[i] = (theta[i] - lr * m[i] / (sqrtf(vhat[i]) + eps)) * keep
 
 
-# rule id -> (loop, number of state arrays); trainers.py names them through RULES
-cdef rule_fn RULE_LOOPS[7]
-RULE_LOOPS[:] = [sgd, momentum, adagrad, adadelta, rmsprop, adam, amsgrad]
-cdef int RULE_STATES[7]
-RULE_STATES[:] = [0, 1, 1, 2, 1, 2, 3]
-RULES = {"sgd": 0, "momentum": 1, "adagrad": 2, "adadelta": 3, "rmsprop": 4, "adam": 5,
-         "amsgrad": 6}
+cdef struct Rule:
+    rule_fn loop
+    int n_states          # state arrays the loop reads
+
+cdef enum:
+    N_RULES = 7
+
+# one record per rule, its index its id; RULES (name -> id) is what trainers.py names
+cdef Rule RULE_TABLE[N_RULES]
+RULES = {}
+
+
+cdef _add_rule(str name, rule_fn loop, int n_states):
+    RULE_TABLE[len(RULES)] = Rule(loop=loop, n_states=n_states)
+    RULES[name] = len(RULES)
+
+
+_add_rule("sgd", sgd, 0)
+_add_rule("momentum", momentum, 1)
+_add_rule("adagrad", adagrad, 1)
+_add_rule("adadelta", adadelta, 2)
+_add_rule("rmsprop", rmsprop, 1)
+_add_rule("adam", adam, 2)
+_add_rule("amsgrad", amsgrad, 3)
+assert len(RULES) == N_RULES
 
 
 cdef float* _data(object arr) except? NULL:
@@ -199,17 +217,18 @@ def apply(int rule, list dense, list sparse, double lr=0, double mom=0, double r
     applies) and on the used rows of every table Slot of `sparse` (with no weight decay:
     the caller decays whole tables). Gradients read are zeroed, the used rows of every
     table unmarked. Hyperparameters are rounded to float32, as np.float32() does."""
-    if not 0 <= rule < 7:
+    if not 0 <= rule < N_RULES:
         raise ValueError(f"unknown rule {rule}")
-    cdef rule_fn loop = RULE_LOOPS[rule]
+    cdef rule_fn loop = RULE_TABLE[rule].loop
+    cdef int needs = RULE_TABLE[rule].n_states
     cdef Hyper h = Hyper(lr=<float>lr, mom=<float>mom, rho=<float>rho, beta_1=<float>beta_1,
                          beta_2=<float>beta_2, eps=<float>eps, scale=<float>scale,
                          keep=<float>keep)
     cdef Slot sl
     for group in (dense, sparse):
         for sl in group:
-            if sl.n_states < RULE_STATES[rule]:
-                raise ValueError(f"rule {rule} needs {RULE_STATES[rule]} state arrays")
+            if sl.n_states < needs:
+                raise ValueError(f"rule {rule} needs {needs} state arrays")
             if group is sparse and sl.used == NULL and sl.n_rows != 0:
                 raise ValueError("a sparse update needs a lookup table's slot")
     for sl in dense:
