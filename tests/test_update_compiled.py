@@ -171,3 +171,24 @@ def test_gradient_l2_norm_sums_in_double():
     want = np.sqrt(sum((p.grad.astype(np.float64) ** 2).sum() for p in params + lookups))
     assert pc.gradient_l2_norm() == pytest.approx(want, rel=1e-13)
     assert _update.sum_of_squares(np.zeros(0, np.float32)) == 0.0
+
+
+@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
+def test_update_subset_with_decay_equals_numpy_rule(sparse):
+    """The parameters left out of a subset step decay (only), as the numpy path does."""
+    twin, calls = numpy_twin(dy.AdamTrainer)
+    runs = []
+    for kind in (dy.AdamTrainer, twin):
+        pc, params, lookups = model(seed=8)
+        pc.set_weight_decay(0.1)
+        tr = kind(pc, alpha=0.05)
+        tr.set_sparse_updates(sparse)
+        rng = np.random.default_rng(2)
+        for step in range(3):
+            fill_gradients(params, lookups, rng, big=False)
+            tr.update_subset([0, 2], [1])
+        runs.append([p.as_array() for p in params + lookups] +
+                    [p.grad_as_array() for p in params + lookups])
+    assert calls
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
