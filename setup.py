@@ -38,7 +38,13 @@ MOD_NAMES = [
     "autobatch._checkpoints",   # cg_revert: dropping nodes, signatures and computed batches
     "autobatch._graph",         # node storage and the graph's public methods
     "autobatch._core",          # the DyNet-style expression API
+    "autobatch._update",        # the trainers' update rules as compiled loops
 ]
+
+# the trainers' rules: exact float32 rounding order (they must give the numbers of the
+# numpy expressions), so no contraction into FMAs where a target has them; sqrtf need
+# not set errno (nothing reads it), which lets its loops vectorise
+EXTRA_ARGS = {"autobatch._update": ["-ffp-contract=off", "-fno-math-errno"]}
 
 # translate and compile on every core this process may use (pip runs setup.py with no -j)
 JOBS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -47,7 +53,7 @@ extensions = [
     # -fno-trapping-math: nothing here enables floating-point traps, and without it
     # GCC will not turn the selects of the elementwise kernels into vector blends
     Extension(name, [name.replace(".", "/") + ".pyx"], include_dirs=["autobatch"],
-              extra_compile_args=["-O3", "-fno-trapping-math"])
+              extra_compile_args=["-O3", "-fno-trapping-math"] + EXTRA_ARGS.get(name, []))
     for name in MOD_NAMES
 ]
 

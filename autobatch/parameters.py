@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from autobatch import _core
+from autobatch import _core, _update
 from autobatch._core import LookupParameters, Parameters
 from autobatch import model_files, serialization
 from autobatch.dynet_params import default_weight_decay
@@ -208,11 +208,13 @@ class ParameterCollection:
 
     def parameters_list(self):
         """Parameters of this collection and its subcollections, in creation order."""
-        return [p for p in self._registry.params if self._mine(p)]
+        prefix = self._name         # _mine inlined: trainers call this on every update
+        return [p for p in self._registry.params if p._name.startswith(prefix)]
 
     def lookup_parameters_list(self):
         """Lookup parameters of this collection and its subcollections."""
-        return [p for p in self._registry.lookups if self._mine(p)]
+        prefix = self._name
+        return [p for p in self._registry.lookups if p._name.startswith(prefix)]
 
     def parameter_count(self):
         """The number of scalar values in all the collection's parameters and lookup
@@ -221,7 +223,9 @@ class ParameterCollection:
 
     def gradient_l2_norm(self):
         """L2 norm of all gradients in the collection."""
-        total = sum(float(np.dot(p._grad_flat, p._grad_flat))
+        # double sums, and not np.dot: numpy's BLAS would wake its threads, which then
+        # spin for a while beside the engine's work
+        total = sum(_update.sum_of_squares(p._grad_flat)
                     for p in self.parameters_list() + self.lookup_parameters_list())
         return float(np.sqrt(total))
 

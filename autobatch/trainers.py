@@ -20,12 +20,19 @@ One `update()`:
 
 In the rules ``g`` is the clipped gradient, ``lr`` the learning rate, ``t`` the number of
 updates done before this one plus 1. State starts at zero.
+
+Each trainer's `rule` below is its numpy reference; `update()` runs the built-in ones as
+compiled loops (autobatch/_update.pyx: steps 1-4 in one pass over each parameter, the
+same float32 numbers). A subclass that overrides `rule` in Python gets it called, on
+numpy arrays, as before.
 """
+import math
 import sys
 import warnings
 
 import numpy as np
 
+from autobatch import _update
 from autobatch._core import LookupParameters
 
 
@@ -39,6 +46,20 @@ def hyperparameter(name, value, lo=0.0, hi=float("inf"), lo_open=False, hi_open=
         raise ValueError(f"{name} must be a finite number in {'(' if lo_open else '['}{lo:g}, "
                          f"{hi:g}{')' if hi_open else ']'}, got {value!r}")
     return v
+
+
+# the built-in trainers' rule functions -> their loops in autobatch._update
+_COMPILED_RULES = {}
+
+
+def _compiled_as(name):
+    """Register a trainer's `rule` as having the compiled loop `name`, which `update()`
+    runs in its place (the same numbers in one pass). A `rule` overridden in Python (a
+    subclass, a wrapper) is another function: `update()` calls it, on numpy arrays."""
+    def register(rule):
+        _COMPILED_RULES[rule] = _update.RULES[name]
+        return rule
+    return register
 
 
 class Trainer:
@@ -85,8 +106,8 @@ class Trainer:
         """Zero the optimizer state (momenta, averages); optionally set the learning rate."""
         if learning_rate is not None:
             self.learning_rate = hyperparameter("learning_rate", learning_rate)
-        for _, state in self._state.values():
-            for s in state:
+        for _, slot in self._state.values():
+            for s in slot.states:
                 s[...] = 0
 
     def status(self):
@@ -106,24 +127,29 @@ class Trainer:
 
     def _states(self, p):
         """Optimizer state arrays of `p`, shaped like its storage (rows x dim for tables)."""
+        return self._slot(p).states
+
+    def _slot(self, p):
+        """`p`'s memory and state for the compiled rules (made on first use)."""
         entry = self._state.get(id(p))
         if entry is None or entry[0] is not p:
-            shape = p.values.shape if isinstance(p, LookupParameters) else p._flat.shape
-            entry = (p, [np.zeros(shape, dtype=np.float32) for _ in self.state_names])
+            if isinstance(p, LookupParameters):
+                shape, values, grad, mask = p.values.shape, p.values, p.grad, p._used_mask
+            else:
+                shape, values, grad, mask = p._flat.shape, p._flat, p._grad_flat, None
+            states = [np.zeros(shape, dtype=np.float32) for _ in self.state_names]
+            row_size = p.row_size if mask is not None else 0
+            entry = (p, _update.Slot(values, grad, states, mask, row_size, owner=p))
             self._state[id(p)] = entry
         return entry[1]
 
     def _clip_scale(self, dense, sparse):
         if not self.clipping_enabled:
             return 1.0
-        # einsum, not np.dot: numpy's threaded BLAS would wake threads that then spin
-        # beside the engine's single-threaded work; float64 sums for large tables
-        sq = sum(float(np.einsum("i,i->", g.ravel(), g.ravel(), dtype=np.float64)) for _, g, _ in dense)
-        for _, g, _, rows in sparse:
-            used = g[rows]
-            sq += float(np.einsum("ij,ij->", used, used, dtype=np.float64))
-        norm = np.sqrt(sq)
-        if not np.isfinite(norm):
+        # compiled, double sums; never numpy's dot, whose threaded BLAS would wake
+        # threads that then spin beside the engine's single-threaded work
+        norm = math.sqrt(_update.squared_norm(dense, sparse))
+        if not math.isfinite(norm):
             raise RuntimeError(f"Magnitude of gradient is bad: {norm}")
         if norm > self.clip_threshold:
             self.clips += 1
@@ -159,46 +185,58 @@ class Trainer:
         self._update(*chosen)
 
     def _update(self, params, lookups):
-        dense, sparse = [], []
-        for p in params:
-            if p.is_updated():
-                dense.append((p._flat, p._grad_flat, self._states(p)))
+        dense = [self._slot(p) for p in params if p.is_updated()]
+        sparse = []
         for lp in lookups:
-            if not lp.is_updated():
-                continue
-            states = self._states(lp)
-            if self.sparse_updates_enabled:
-                sparse.append((lp.values, lp.grad, states, lp.used_rows()))
-            else:
-                dense.append((lp.values, lp.grad, states))
+            if lp.is_updated():
+                (sparse if self.sparse_updates_enabled else dense).append(self._slot(lp))
         scale = self._clip_scale(dense, sparse)
-        t = self.updates + 1
-
-        for theta, grad, states in dense:
-            self.rule(theta, grad * np.float32(scale), t, *states)
-            grad[...] = 0
-        for values, grad, states, rows in sparse:
-            if rows.size == 0:
-                continue
-            theta, gathered = values[rows], [s[rows] for s in states]
-            self.rule(theta, grad[rows] * np.float32(scale), t, *gathered)
-            values[rows] = theta
-            for s, g in zip(states, gathered):
-                s[rows] = g
-            grad[rows] = 0
+        lam = self.model.get_weight_decay()
+        keep = np.float32(1.0 - lam) if lam else 1.0
+        rule = _COMPILED_RULES.get(getattr(self.rule, "__func__", None))
+        if rule is not None:
+            # one pass per parameter, the decay of the dense ones included; the used
+            # rows of the tables updated are unmarked
+            _update.apply(rule, dense, sparse, scale=scale, keep=keep, **self._hyper())
+        else:
+            self._python_rules(dense, sparse, scale)
         for lp in lookups:
-            lp.clear_used()
-        self._weight_decay()
+            if rule is None or not lp.is_updated():
+                lp.clear_used()
+        if keep != 1:
+            self._weight_decay(keep, {id(sl.owner) for sl in dense} if rule is not None else ())
         self.updates += 1
         self._updates_since_status += 1
 
-    def _weight_decay(self):
-        # DyNet scales the whole collection (one global factor), used or not
-        keep = np.float32(1.0 - self.model.get_weight_decay())
-        if keep != 1:
-            for p in self.model.parameters_list() + self.model.lookup_parameters_list():
+    def _python_rules(self, dense, sparse, scale):
+        """The step through `rule` in Python (a subclass that overrides it)."""
+        t = self.updates + 1
+        for sl in dense:
+            self.rule(sl.values, sl.grad * np.float32(scale), t, *sl.states)
+            sl.grad[...] = 0
+        for sl in sparse:
+            rows = np.flatnonzero(sl.used_mask)
+            if rows.size == 0:
+                continue
+            values, grad = sl.values, sl.grad
+            theta, gathered = values[rows], [s[rows] for s in sl.states]
+            self.rule(theta, grad[rows] * np.float32(scale), t, *gathered)
+            values[rows] = theta
+            for s, g in zip(sl.states, gathered):
+                s[rows] = g
+            grad[rows] = 0
+
+    def _weight_decay(self, keep, decayed):
+        # DyNet scales the whole collection (one global factor), used or not; the
+        # compiled rules already scaled the parameters they updated densely
+        for p in self.model.parameters_list() + self.model.lookup_parameters_list():
+            if id(p) not in decayed:
                 flat = p._flat
                 flat *= keep        # in place: the engine reads this memory
+
+    def _hyper(self):
+        """The hyperparameters of the compiled rule (keyword arguments of _update.apply)."""
+        return {"lr": self.learning_rate}
 
     def rule(self, theta, g, t, *state):
         """Update `theta` and the state arrays in place from the clipped gradient `g`."""
@@ -211,6 +249,7 @@ class SimpleSGDTrainer(Trainer):
     def __init__(self, m, learning_rate=0.1):
         super().__init__(m, learning_rate)
 
+    @_compiled_as("sgd")
     def rule(self, theta, g, t):
         theta -= np.float32(self.learning_rate) * g
 
@@ -249,6 +288,10 @@ class MomentumSGDTrainer(Trainer):
         super().__init__(m, learning_rate)
         self.momentum = hyperparameter("mom", mom, hi=1.0, hi_open=True)
 
+    def _hyper(self):
+        return {"lr": self.learning_rate, "mom": self.momentum}
+
+    @_compiled_as("momentum")
     def rule(self, theta, g, t, v):
         v *= np.float32(self.momentum)
         v -= np.float32(self.learning_rate) * g
@@ -264,6 +307,10 @@ class AdagradTrainer(Trainer):
         super().__init__(m, learning_rate)
         self.epsilon = hyperparameter("eps", eps, lo_open=True)
 
+    def _hyper(self):
+        return {"lr": self.learning_rate, "eps": self.epsilon}
+
+    @_compiled_as("adagrad")
     def rule(self, theta, g, t, G):
         G += g * g
         theta -= np.float32(self.learning_rate) * g / np.sqrt(G + np.float32(self.epsilon))
@@ -281,6 +328,10 @@ class AdadeltaTrainer(Trainer):
         self.epsilon = hyperparameter("eps", eps, lo_open=True)
         self.rho = hyperparameter("rho", rho, hi=1.0, hi_open=True)
 
+    def _hyper(self):
+        return {"rho": self.rho, "eps": self.epsilon}
+
+    @_compiled_as("adadelta")
     def rule(self, theta, g, t, Eg, Ed):
         rho, eps = np.float32(self.rho), np.float32(self.epsilon)
         Eg[...] = rho * Eg + (1 - rho) * g * g
@@ -299,6 +350,10 @@ class RMSPropTrainer(Trainer):
         self.epsilon = hyperparameter("eps", eps, lo_open=True)
         self.rho = hyperparameter("rho", rho, hi=1.0, hi_open=True)
 
+    def _hyper(self):
+        return {"lr": self.learning_rate, "rho": self.rho, "eps": self.epsilon}
+
+    @_compiled_as("rmsprop")
     def rule(self, theta, g, t, Eg):
         rho = np.float32(self.rho)
         Eg[...] = rho * Eg + (1 - rho) * g * g
@@ -327,6 +382,11 @@ class AdamTrainer(Trainer):
     def _step(self, t):
         return np.float32(self.learning_rate * np.sqrt(1 - self.beta_2 ** t) / (1 - self.beta_1 ** t))
 
+    def _hyper(self):
+        return {"lr": self._step(self.updates + 1), "beta_1": self.beta_1,
+                "beta_2": self.beta_2, "eps": self.epsilon}
+
+    @_compiled_as("adam")
     def rule(self, theta, g, t, m, v):
         self._moments(g, m, v)
         theta -= self._step(t) * m / (np.sqrt(v) + np.float32(self.epsilon))
@@ -337,6 +397,7 @@ class AmsgradTrainer(AdamTrainer):
 
     state_names = ("m", "v", "vhat")
 
+    @_compiled_as("amsgrad")
     def rule(self, theta, g, t, m, v, vhat):
         self._moments(g, m, v)
         np.maximum(vhat, v, out=vhat)

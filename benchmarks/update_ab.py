@@ -1,0 +1,89 @@
+"""Time this build's trainer update against another version of autobatch/trainers.py (the
+numpy rules of main, say), in one process, on the bench tasks' models: the same
+gradients are restored before every update and the two trainers alternate, so machine
+noise hits both alike.
+
+    git show main:autobatch/trainers.py > /tmp/old_trainers.py
+    PYTHONPATH=. python benchmarks/update_ab.py /tmp/old_trainers.py [--task all]
+        [--trainer sgd|adam|...] [--updates 30] [--decay 0] [--clip 5]
+
+Prints, per task, the median milliseconds of one update of each and their ratio. Both
+trainers update the same parameters (the values drift; the timing does not care)."""
+import argparse
+import importlib.util
+import statistics
+import time
+
+import numpy as np
+
+import autobatch as dy
+from autobatch.bench import data, tasks
+
+TRAINERS = {"sgd": "SimpleSGDTrainer", "momentum": "MomentumSGDTrainer",
+            "adagrad": "AdagradTrainer", "adadelta": "AdadeltaTrainer",
+            "rmsprop": "RMSPropTrainer", "adam": "AdamTrainer", "amsgrad": "AmsgradTrainer"}
+
+
+def load_module(path):
+    spec = importlib.util.spec_from_file_location("old_trainers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def gradients_of_one_step(task, hidden, batch_size, seed):
+    """The task's model after one forward/backward: its parameters and their gradients
+    (and the used-row masks of its tables), to restore before every update."""
+    meta, instances = data.make(task, batch_size, seed)
+    model = tasks.make(task, hidden, seed, meta, "ops")
+    dy.renew_cg()
+    loss = dy.esum([model.loss(inst) for inst in instances])
+    loss.value()
+    loss.backward()
+    params = model.pc.parameters_list() + model.pc.lookup_parameters_list()
+    saved = [(p._grad_flat.copy(), getattr(p, "_used_mask", None)) for p in params]
+    saved = [(g, None if m is None else m.copy()) for g, m in saved]
+    return model.pc, params, saved
+
+
+def restore(params, saved):
+    for p, (g, mask) in zip(params, saved):
+        np.copyto(p._grad_flat, g)
+        if mask is not None:
+            np.copyto(p._used_mask, mask)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("old", help="path of the other trainers.py")
+    ap.add_argument("--task", default="all")
+    ap.add_argument("--trainer", choices=sorted(TRAINERS), default="sgd")
+    ap.add_argument("--updates", type=int, default=30)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--decay", type=float, default=0.0)
+    ap.add_argument("--clip", type=float, default=5.0)
+    a = ap.parse_args()
+    old = load_module(a.old)
+    names = list(tasks.CLASSES) if a.task == "all" else a.task.split(",")
+    print(f"{'task':12s} {'values':>10s} {'old ms':>8s} {'new ms':>8s} {'old/new':>8s}")
+    for task in names:
+        pc, params, saved = gradients_of_one_step(task, a.hidden, a.batch_size, 0)
+        pc.set_weight_decay(a.decay)
+        trainers = [getattr(m, TRAINERS[a.trainer])(pc) for m in (old, dy)]
+        for tr in trainers:
+            tr.set_clip_threshold(a.clip)
+        times = ([], [])
+        for k in range(a.updates + 1):
+            for j in ((0, 1) if k % 2 else (1, 0)):
+                restore(params, saved)
+                t0 = time.perf_counter()
+                trainers[j].update()
+                if k:                        # the first is a warm-up (state allocation)
+                    times[j].append(time.perf_counter() - t0)
+        o, n = (1e3 * statistics.median(t) for t in times)
+        print(f"{task:12s} {pc.parameter_count():10d} {o:8.2f} {n:8.2f} {o / n:7.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
