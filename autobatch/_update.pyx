@@ -13,8 +13,12 @@ from libc.math cimport sqrtf
 from libc.stdint cimport uint8_t
 from libc.string cimport memset
 
+from autobatch._threads cimport pool_run, pool_threads
+
 cdef enum:
     MAX_STATES = 3
+    SPLIT_MIN = 1 << 16     # elements of a parameter from which its update is split
+                            # over the engine's threads (dy.set_num_threads)
 
 cdef float ONE = 1          # 1 - rho in float32, as numpy's 1 - np.float32(rho)
 
@@ -211,6 +215,36 @@ cdef void run_rows(rule_fn rule, Slot sl, const Hyper* h) noexcept nogil:
         memset(sl.used, 0, sl.n_rows)
 
 
+ctypedef struct DenseJob:
+    rule_fn loop
+    float* theta
+    float* g
+    float* s[MAX_STATES]     # (an array: Cython copies the Slot's array into it)
+    int n_states
+    Py_ssize_t n, part       # elements, and per part (a multiple of 16)
+    const Hyper* h
+
+
+cdef void dense_part(void* ctx, int c) noexcept nogil:
+    cdef DenseJob* job = <DenseJob*>ctx
+    cdef Py_ssize_t at = c * job.part, k
+    cdef float* st[MAX_STATES]
+    for k in range(job.n_states):
+        st[k] = job.s[k] + at
+    job.loop(job.theta + at, job.g + at, st, min(job.part, job.n - at), job.h)
+
+
+cdef void run_dense(rule_fn loop, Slot sl, const Hyper* h) noexcept nogil:
+    """The rule on all of a parameter, in ranges over the engine's threads when it is
+    large (every element on its own: the numbers do not change)."""
+    cdef int threads = pool_threads()
+    cdef DenseJob job = DenseJob(loop=loop, theta=sl.theta, g=sl.g, s=sl.s,
+                                 n_states=sl.n_states, n=sl.n, part=sl.n, h=h)
+    if threads > 1 and sl.n >= SPLIT_MIN:
+        job.part = ((sl.n + threads - 1) // threads + 15) // 16 * 16
+    pool_run(dense_part, &job, <int>((sl.n + job.part - 1) // job.part) if sl.n else 0)
+
+
 def apply(int rule, list dense, list sparse, double lr=0, double mom=0, double rho=0,
           double beta_1=0, double beta_2=0, double eps=0, double scale=1, double keep=1):
     """Rule `rule` (a value of RULES) on every Slot of `dense` (all elements; `keep`
@@ -232,7 +266,7 @@ def apply(int rule, list dense, list sparse, double lr=0, double mom=0, double r
             if group is sparse and sl.used == NULL and sl.n_rows != 0:
                 raise ValueError("a sparse update needs a lookup table's slot")
     for sl in dense:
-        loop(sl.theta, sl.g, sl.s, sl.n, &h)
+        run_dense(loop, sl, &h)
         if sl.used != NULL:
             memset(sl.used, 0, sl.n_rows)
     h.keep = 1

@@ -187,3 +187,26 @@ def test_a_forked_child_computes_without_the_workers(two_threads):
     p.join(60)
     assert p.exitcode == 0
     assert queue.get(timeout=5) < 1e-2
+
+
+@pytest.mark.parametrize("trainer", [dy.SimpleSGDTrainer, dy.MomentumSGDTrainer, dy.AdamTrainer,
+                                     dy.AmsgradTrainer])
+def test_a_large_parameter_updates_on_two_threads_as_on_one(trainer):
+    """A parameter of more than 2^16 values is updated in ranges over the threads."""
+    def run(threads):
+        before = dy.get_num_threads()
+        dy.set_num_threads(threads)
+        try:
+            pc = dy.ParameterCollection(seed=4)
+            W = pc.add_parameters((301, 257))
+            t = trainer(pc)
+            rng = np.random.default_rng(2)
+            for _ in range(3):
+                dy.renew_cg()
+                x = dy.inputVector(rng.standard_normal(257).astype(np.float32))
+                dy.squared_norm(W * x - 0.5).backward()
+                t.update()
+            return W.as_array()
+        finally:
+            dy.set_num_threads(before)
+    np.testing.assert_array_equal(run(2), run(1))
