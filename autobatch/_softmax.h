@@ -12,28 +12,13 @@
 #define AB_LANES 16
 #define AB_TILE 1024            /* exps of a column not stored: a tile on the stack (4 KB) */
 
-/* GCC does not vectorise a running maximum of floats (a select carried from one
- * iteration to the next) without -ffinite-math-only, so it is written with vector
- * types: sixteen maxima at once, in one 512-bit register (or four 128-bit ones). */
-typedef float ab_v16 __attribute__((vector_size(AB_LANES * sizeof(float))));
-typedef int ab_v16i __attribute__((vector_size(AB_LANES * sizeof(int))));
-
-/* the largest of x[0..n-1] */
-AB_LOOP static float ab_col_max(const float* restrict x, int n) {
+/* the largest of x[0..n-1]. GCC vectorises a running maximum of floats only when it
+ * may ignore NaNs and the sign of zero; here neither matters: a NaN in x makes the
+ * column's exp sum NaN whatever the maximum is, and max(-0, +0) shifts by zero. */
+AB_LOOP __attribute__((optimize("finite-math-only", "no-signed-zeros")))
+static float ab_col_max(const float* restrict x, int n) {
     float m = x[0];
-    int i = 0;
-    if (n >= AB_LANES) {
-        ab_v16 acc, v;
-        __builtin_memcpy(&acc, x, sizeof acc);
-        for (i = AB_LANES; i + AB_LANES <= n; i += AB_LANES) {
-            __builtin_memcpy(&v, x + i, sizeof v);
-            const ab_v16i gt = v > acc;
-            acc = (ab_v16)(((ab_v16i)v & gt) | ((ab_v16i)acc & ~gt));
-        }
-        for (int k = 0; k < AB_LANES; k++)
-            m = acc[k] > m ? acc[k] : m;
-    }
-    for (; i < n; i++)
+    for (int i = 1; i < n; i++)
         m = x[i] > m ? x[i] : m;
     return m;
 }
