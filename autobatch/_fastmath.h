@@ -78,22 +78,8 @@ static inline float ab_digamma(float xf) {
     return (float)(r + log(x) - 0.5 / x + t);
 }
 
-/* Sum and maximum of n floats with eight independent partial results, so that the
- * loop vectorises and is not one long chain of dependent additions. */
-static inline double ab_sum(const float* x, int n) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++)
-            acc[k] += x[i + k];
-    double s = 0;
-    for (int k = 0; k < 8; k++)
-        s += acc[k];
-    for (; i < n; i++)
-        s += x[i];
-    return s;
-}
-
+/* Maximum of n floats with eight independent partial results (the column loops of
+ * _softmax.h have their own, vectorised). */
 static inline float ab_max(const float* x, int n) {
     float m = x[0];
     int i = 0;

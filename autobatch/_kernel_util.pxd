@@ -11,7 +11,6 @@ from autobatch._threads cimport gemm_threaded
 
 cdef extern from "_fastmath.h" nogil:
     float exp_nonpos "ab_exp_nonpos" (float x)
-    double fsum "ab_sum" (const float* x, int n)
     float fmax_of "ab_max" (const float* x, int n)
 
 cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,

@@ -185,42 +185,68 @@ cdef void matmul_bwd(Batch* b) noexcept nogil:
     # the stacked X kept by forward is only valid for the whole batch
     product_bwd(b, 0, 1, NODE(b, 0).aux if b.block != NULL else NULL)
 
+cdef extern from "_columns.h" nogil:
+    void repeat_col "ab_repeat_col" (float* y, const float* x, int n, long ncols)
+    void sum_cols "ab_sum_cols" (float* db, const float* dy, int n, long ncols, int set)
+
+cdef inline Node* shared_bias(Batch* b, float* block) noexcept nogil:
+    """The bias when every node of the batch has the same unbatched one and their
+    outputs (or gradients) are `block`, contiguous: then one loop over all the
+    columns of the batch serves it. Else NULL."""
+    cdef Node* bias = ARG(b, 0, 0)
+    cdef int j
+    if block == NULL or bias.bs != 1:
+        return NULL
+    for j in range(1, b.n):
+        if ARG(b, j, 0) != bias:
+            return NULL
+    return bias
+
 cdef void affine_fwd(Batch* b) noexcept nogil:
     # y = bias + sum_i W_i x_i; the bias (one column or all) repeats over columns and batch
     cdef Node* n0 = NODE(b, 0)
-    cdef int m = elems(n0), j, k, c, p
-    cdef Node* bias
-    cdef float* y
+    cdef int m = elems(n0), j, k, p
+    cdef Node* bias = shared_bias(b, b.block)
     cdef int eb, bstride
-    for j in range(b.n):
-        bias = ARG(b, j, 0)
-        y = NODE(b, j).val
+    if bias != NULL:
         eb = elems(bias)
-        bstride = 0 if bias.bs == 1 else eb
-        for k in range(n0.bs):
-            for c in range(m // eb):
-                memcpy(y + k * m + c * eb, bias.val + k * bstride, eb * sizeof(float))
-    for p in range(1, n0.nargs, 2):
-        product_fwd(b, p, p + 1, 1.0, False)
-
-cdef void affine_bwd(Batch* b) noexcept nogil:
-    cdef Node* n0 = NODE(b, 0)
-    cdef int m = elems(n0), j, k, c, i, p
-    cdef Node* bias
-    cdef float* dy
-    cdef float* db
-    cdef int eb, bstride
-    if batch_arg_needs_grad(b, 0):
+        repeat_col(b.block, bias.val, eb, <long>b.n * n0.bs * (m // eb))
+    else:
         for j in range(b.n):
             bias = ARG(b, j, 0)
-            grad_ready(bias)
-            dy = NODE(b, j).grad
             eb = elems(bias)
             bstride = 0 if bias.bs == 1 else eb
             for k in range(n0.bs):
-                db = bias.grad + k * bstride
-                for c in range(m // eb):
-                    for i in range(eb):
-                        db[i] += dy[k * m + c * eb + i]
+                repeat_col(NODE(b, j).val + k * m, bias.val + k * bstride, eb, m // eb)
     for p in range(1, n0.nargs, 2):
+        product_fwd(b, p, p + 1, 1.0, False)
+
+cdef void bias_bwd(Batch* b) noexcept nogil:
+    """The bias's gradient (+)= the sum of the columns of the output gradients (of
+    each batch element into its own when the bias is batched); first_write: a bias
+    gradient not written yet is assigned."""
+    cdef Node* n0 = NODE(b, 0)
+    cdef int m = elems(n0), j, k, eb, bstride
+    cdef Node* bias = shared_bias(b, b.block)
+    if bias != NULL:
+        eb = elems(bias)
+        if bias.flags & F_NEEDS_GRAD:
+            sum_cols(bias.grad, b.block, eb, <long>b.n * n0.bs * (m // eb), grad_fresh(bias))
+            grad_mark(bias)
+        return
+    for j in range(b.n):
+        bias = ARG(b, j, 0)
+        if not bias.flags & F_NEEDS_GRAD:
+            continue
+        eb = elems(bias)
+        bstride = 0 if bias.bs == 1 else eb
+        for k in range(n0.bs):      # an unbatched bias: batch element 0 assigns, the rest add
+            sum_cols(bias.grad + k * bstride, NODE(b, j).grad + k * m, eb, m // eb,
+                     grad_fresh(bias) and (bstride != 0 or k == 0))
+        grad_mark(bias)
+
+cdef void affine_bwd(Batch* b) noexcept nogil:
+    cdef int p
+    bias_bwd(b)
+    for p in range(1, NODE(b, 0).nargs, 2):
         product_bwd(b, p, p + 1, NULL)

@@ -12,6 +12,9 @@ cdef extern from "_elementwise.h" nogil:
     int ab_find_unary(const char* name, ab_unary_fwd* fwd, ab_unary_bwd* bwd)
     int ab_find_binary(const char* name, ab_binary_fwd* fwd, ab_binary_bwd* bwd_x, ab_binary_bwd* bwd_y)
 
+cdef extern from "_recurrent.h" nogil:
+    void mul_acc "ab_mul_acc" (float* y, const float* a, const float* b, int n, int set)
+
 # Gates are laid out in blocks of h: [i, f_1 .. f_k, o, g]. One node each for the gate
 # activations, the cell update and the hidden output replaces about a dozen
 # elementwise nodes per step (LSTM: k = 1; binary Tree-LSTM: k = 2; its leaves: k = 0).
@@ -41,68 +44,77 @@ cdef void lstm_gates_fwd(Batch* b) noexcept nogil:
             tanh_loop_fwd(y + (nb - 1) * h, x + (nb - 1) * h, h, 0.0)
 
 cdef void lstm_gates_bwd(Batch* b) noexcept nogil:
-    if not batch_arg_needs_grad(b, 0):
-        return
+    # first_write: the loops cover all of the argument's gradient, so one not written
+    # yet is assigned
     cdef Node* n0 = NODE(b, 0)
     cdef int h = n0.attr.gates.hidden, total = elems(n0), j, k
+    cdef Node* x
+    cdef bint fresh
     cdef float* dx
-    cdef float* x
+    cdef float* xv
     cdef float* y
     cdef float* dy
     for j in range(b.n):
+        x = ARG(b, j, 0)
+        if not x.flags & F_NEEDS_GRAD:
+            continue
+        fresh = grad_fresh(x)
+        grad_mark(x)
         for k in range(n0.bs):
-            dx = ARG(b, j, 0).grad + k * total
-            x = ARG(b, j, 0).val + k * total
+            dx = x.grad + k * total
+            xv = x.val + k * total
             y = NODE(b, j).val + k * total
             dy = NODE(b, j).grad + k * total
-            gate_bwd(dx, x, y, dy, total - h, 0.0, 0)
-            tanh_loop_bwd(dx + total - h, x + total - h, y + total - h, dy + total - h, h, 0.0, 0)
+            gate_bwd(dx, xv, y, dy, total - h, 0.0, fresh)
+            tanh_loop_bwd(dx + total - h, xv + total - h, y + total - h, dy + total - h, h, 0.0,
+                          fresh)
 
 cdef void lstm_cell_fwd(Batch* b) noexcept nogil:
     # c = i * g + sum_m f_m * c_m; arguments: gates, c_1 .. c_k
     cdef Node* n0 = NODE(b, 0)
-    cdef int h = rows(n0), nk = n0.nargs - 1, G = (nk + 3) * h, j, k, i, m
+    cdef int h = rows(n0), nk = n0.nargs - 1, G = (nk + 3) * h, j, k, m
     cdef float* g
     cdef float* y
-    cdef float* c
     for j in range(b.n):
         for k in range(n0.bs):
             g = ARG(b, j, 0).val + k * G
             y = NODE(b, j).val + k * h
-            for i in range(h):
-                y[i] = g[i] * g[(nk + 2) * h + i]
+            mul_acc(y, g, g + (nk + 2) * h, h, True)
             for m in range(nk):
-                c = ARG(b, j, 1 + m).val + k * h
-                for i in range(h):
-                    y[i] += g[(1 + m) * h + i] * c[i]
+                mul_acc(y, g + (1 + m) * h, ARG(b, j, 1 + m).val + k * h, h, False)
 
 cdef void lstm_cell_bwd(Batch* b) noexcept nogil:
+    # first_write for the cells c_m (a block of h each, all of it written); the gates'
+    # gradient is shared with lstm_hidden, which wrote its o block before
     cdef Node* n0 = NODE(b, 0)
-    cdef int h = rows(n0), nk = n0.nargs - 1, G = (nk + 3) * h, j, k, i, m
+    cdef int h = rows(n0), nk = n0.nargs - 1, G = (nk + 3) * h, j, k, m
+    cdef Node* gn
+    cdef Node* cm
     cdef float* g
     cdef float* dg
     cdef float* dy
-    cdef float* c
-    cdef Node* cm
-    cdef bint want_g = batch_arg_needs_grad(b, 0)
+    cdef bint fresh
     for j in range(b.n):
-        for k in range(n0.bs):
-            g = ARG(b, j, 0).val + k * G
-            dg = ARG(b, j, 0).grad + k * G
-            dy = NODE(b, j).grad + k * h
-            if want_g:
-                for i in range(h):
-                    dg[i] += g[(nk + 2) * h + i] * dy[i]
-                    dg[(nk + 2) * h + i] += g[i] * dy[i]
-            for m in range(nk):
-                cm = ARG(b, j, 1 + m)
-                c = cm.val + k * h
-                if want_g:
-                    for i in range(h):
-                        dg[(1 + m) * h + i] += c[i] * dy[i]
-                if cm.flags & F_NEEDS_GRAD:
-                    for i in range(h):
-                        cm.grad[k * h + i] += g[(1 + m) * h + i] * dy[i]
+        gn = ARG(b, j, 0)
+        if gn.flags & F_NEEDS_GRAD:
+            grad_ready(gn)
+            for k in range(n0.bs):
+                g = gn.val + k * G
+                dg = gn.grad + k * G
+                dy = NODE(b, j).grad + k * h
+                mul_acc(dg, g + (nk + 2) * h, dy, h, False)
+                mul_acc(dg + (nk + 2) * h, g, dy, h, False)
+                for m in range(nk):
+                    mul_acc(dg + (1 + m) * h, ARG(b, j, 1 + m).val + k * h, dy, h, False)
+        for m in range(nk):
+            cm = ARG(b, j, 1 + m)
+            if not cm.flags & F_NEEDS_GRAD:
+                continue
+            fresh = grad_fresh(cm)
+            grad_mark(cm)
+            for k in range(n0.bs):
+                mul_acc(cm.grad + k * h, gn.val + k * G + (1 + m) * h, NODE(b, j).grad + k * h, h,
+                        fresh)
 
 cdef void lstm_hidden_fwd(Batch* b) noexcept nogil:
     # h = o * tanh(c); arguments: c, gates (o is the second-to-last block)

@@ -10,34 +10,29 @@ from autobatch._nodes cimport *
 from autobatch._optable cimport *
 from autobatch._kernel_util cimport *
 
+cdef extern from "_softmax.h" nogil:
+    float col_max "ab_col_max" (const float* x, int n)
+    double col_sum_exp "ab_col_sum_exp" (float* y, const float* x, int n, float mx)
+    void col_divide "ab_col_divide" (float* y, int n, float s)
+    void col_log_softmax "ab_col_log_softmax" (float* y, const float* x, int n, float mx, float ls)
+    void col_softmax_scaled "ab_col_softmax_scaled" (float* dx, const float* x, int n, float mx,
+                                                     float scale, int add)
+    double col_dot "ab_col_dot" (const float* dy, const float* y, int n)
+    void col_softmax_bwd "ab_col_softmax_bwd" (float* dx, const float* y, const float* dy, int n,
+                                               float s, int logp, int add)
+
 cdef void softmax_run(float* y, const float* x, int r, bint logp) noexcept nogil:
     """(log-)softmax of r contiguous elements."""
-    cdef float mx = fmax_of(x, r)
-    cdef double s
-    cdef int i
-    for i in range(r):
-        y[i] = exp_nonpos(x[i] - mx)
-    s = fsum(y, r)
+    cdef float mx = col_max(x, r)
     if logp:
-        for i in range(r):
-            y[i] = x[i] - mx - <float>log(s)
+        col_log_softmax(y, x, r, mx, <float>log(col_sum_exp(NULL, x, r, mx)))
     else:
-        for i in range(r):
-            y[i] = y[i] / <float>s
+        col_divide(y, r, <float>col_sum_exp(y, x, r, mx))
 
-cdef void softmax_run_bwd(float* dx, const float* y, const float* dy, int r, bint logp) noexcept nogil:
-    cdef double s = 0
-    cdef int i
-    if logp:
-        for i in range(r):
-            s += dy[i]
-        for i in range(r):
-            dx[i] += dy[i] - exp_nonpos(y[i]) * <float>s
-    else:
-        for i in range(r):
-            s += dy[i] * y[i]
-        for i in range(r):
-            dx[i] += y[i] * (dy[i] - s)
+cdef inline void softmax_run_bwd(float* dx, const float* y, const float* dy, int r, bint logp,
+                                 bint add) noexcept nogil:
+    cdef double s = col_dot(dy, NULL, r) if logp else col_dot(dy, y, r)
+    col_softmax_bwd(dx, y, dy, r, <float>s, logp, add)
 
 cdef inline void softmax_groups(const Node* n, int* inner, int* L, int* groups) noexcept nogil:
     """Softmax along dimension `dim` normalises groups of L elements `inner` apart."""
@@ -79,15 +74,17 @@ cdef void softmax_fwd(Batch* b) noexcept nogil:
                 y[at + l * inner] = ty[l]
 
 cdef void softmax_bwd(Batch* b) noexcept nogil:
-    if not batch_arg_needs_grad(b, 0):
-        return
+    # first_write: each node's groups cover its argument's gradient once, so a
+    # gradient not written yet is assigned (a node's argument twice in one batch: the
+    # first assigns, the second adds)
     cdef Node* n0 = NODE(b, 0)
-    cdef bint logp = n0.op == OP_LOG_SOFTMAX
+    cdef bint logp = n0.op == OP_LOG_SOFTMAX, add
     cdef int inner, L, groups, j, g, l, at
     softmax_groups(n0, &inner, &L, &groups)
     cdef float* ty = NULL
     cdef float* tdy = NULL
     cdef float* tdx = NULL
+    cdef Node* x
     cdef float* y
     cdef float* dy
     cdef float* dx
@@ -98,65 +95,81 @@ cdef void softmax_bwd(Batch* b) noexcept nogil:
         tdy = ty + L
         tdx = tdy + L
     for j in range(b.n):
+        x = ARG(b, j, 0)
+        if not x.flags & F_NEEDS_GRAD:
+            continue
+        add = not grad_fresh(x)
+        grad_mark(x)
         y = NODE(b, j).val
         dy = NODE(b, j).grad
-        dx = ARG(b, j, 0).grad
+        dx = x.grad
         for g in range(groups):
             at = (g // inner) * inner * L + g % inner
             if inner == 1:
-                softmax_run_bwd(dx + at, y + at, dy + at, L, logp)
+                softmax_run_bwd(dx + at, y + at, dy + at, L, logp, add)
                 continue
             for l in range(L):
                 ty[l] = y[at + l * inner]
                 tdy[l] = dy[at + l * inner]
-                tdx[l] = 0
-            softmax_run_bwd(tdx, ty, tdy, L, logp)
-            for l in range(L):
-                dx[at + l * inner] += tdx[l]
+            softmax_run_bwd(tdx, ty, tdy, L, logp, False)
+            if add:
+                for l in range(L):
+                    dx[at + l * inner] += tdx[l]
+            else:
+                for l in range(L):
+                    dx[at + l * inner] = tdx[l]
+
+# pickneglogsoftmax keeps, per column, the maximum and the sum of exps of its input
+# (aux: 2 floats per batch element), not the softmax: backward recomputes the exps
+# from the input, which costs less than writing and reading back a softmax as large
+# as the logits (a 10,000-way output layer).
 
 cdef void picknls_fwd(Batch* b) noexcept nogil:
-    # -log softmax(x)[i] per batch element; aux keeps the softmax for backward
+    # -log softmax(x)[i] = max + log(sum exp(x - max)) - x[i] per batch element
     cdef Node* n0 = NODE(b, 0)
-    cdef int r = rows(ARG(b, 0, 0)), j, k, i, xb
+    cdef int r = rows(ARG(b, 0, 0)), j, k, xb
     cdef Node* x
+    cdef Node* n
     cdef float* xv
-    cdef float* p
     cdef float mx
     cdef double s
     for j in range(b.n):
+        n = NODE(b, j)
         x = ARG(b, j, 0)
         xb = 0 if x.bs == 1 else r
-        NODE(b, j).aux = arena_alloc(b.arena, <size_t>r * n0.bs)
-        if NODE(b, j).aux == NULL:
+        n.aux = arena_alloc(b.arena, 2 * <size_t>n0.bs)
+        if n.aux == NULL:
             return
         for k in range(n0.bs):
             xv = x.val + k * xb
-            p = NODE(b, j).aux + k * r
-            mx = fmax_of(xv, r)
-            for i in range(r):
-                p[i] = exp_nonpos(xv[i] - mx)
-            s = fsum(p, r)
-            for i in range(r):
-                p[i] = p[i] / <float>s
-            NODE(b, j).val[k] = mx + <float>log(s) - xv[b.ibuf[NODE(b, j).idata + k]]
+            mx = col_max(xv, r)
+            s = col_sum_exp(NULL, xv, r, mx)
+            n.aux[2 * k] = mx
+            n.aux[2 * k + 1] = <float>s
+            n.val[k] = mx + <float>log(s) - xv[b.ibuf[n.idata + k]]
 
 cdef void picknls_bwd(Batch* b) noexcept nogil:
-    if not batch_arg_needs_grad(b, 0):
-        return
-    cdef Node* n0 = NODE(b, 0)
-    cdef int r = rows(ARG(b, 0, 0)), j, k, i, xb
+    # dx += (softmax(x) - onehot(i)) g; first_write: an argument not written yet is
+    # assigned (all of it: every batch element's column, or the one column of an
+    # unbatched x, which the other batch elements then add to)
+    cdef int r = rows(ARG(b, 0, 0)), j, k, xb
     cdef Node* x
-    cdef float* p
+    cdef Node* n
     cdef float g
+    cdef bint add
     for j in range(b.n):
+        n = NODE(b, j)
         x = ARG(b, j, 0)
+        if not x.flags & F_NEEDS_GRAD:
+            continue
         xb = 0 if x.bs == 1 else r
-        for k in range(n0.bs):
-            p = NODE(b, j).aux + k * r
-            g = NODE(b, j).grad[k]
-            for i in range(r):
-                x.grad[k * xb + i] += p[i] * g
-            x.grad[k * xb + b.ibuf[NODE(b, j).idata + k]] -= g
+        add = not grad_fresh(x)
+        grad_mark(x)
+        for k in range(n.bs):
+            g = n.grad[k]
+            col_softmax_scaled(x.grad + k * xb, x.val + k * xb, r, n.aux[2 * k],
+                               g / n.aux[2 * k + 1], add or (xb == 0 and k > 0))
+            x.grad[k * xb + b.ibuf[n.idata + k]] -= g
 
 cdef void hinge_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)

@@ -33,6 +33,25 @@ def test_rnn_builder_gradients(cls):
     check_grad(build, _flat_params(rnn) + xs, eps=1e-2, rtol=2e-2, atol=2e-3)
 
 
+@pytest.mark.parametrize("strategy", ("none",) + STRATEGIES)
+def test_lstm_cells_read_by_the_loss(strategy):
+    """The loss reads every cell state too. lstm_cell's backward assigns a previous
+    cell's gradient when it writes it first and adds to it when the loss's nodes wrote
+    it before (the strategies order these two differently)."""
+    pc = dy.ParameterCollection(seed=4)
+    rnn = dy.VanillaLSTMBuilder(1, 3, 4, pc)
+    xs = _inputs(pc, 3, 3)
+
+    def build():
+        s, terms = rnn.initial_state(), []
+        for x in xs:
+            s = s.add_input(dy.parameter(x))
+            c = s.s()[0]
+            terms += [dy.sum_elems(dy.cmult(c, c)), dy.sum_elems(s.output())]
+        return dy.esum(terms)
+    check_grad(build, _flat_params(rnn) + xs, eps=1e-2, rtol=2e-2, atol=2e-3, strategy=strategy)
+
+
 @pytest.mark.parametrize("cls", RNNS, ids=lambda c: c.__name__)
 def test_rnn_builder_batching_invariance(cls):
     pc = dy.ParameterCollection(seed=2)
