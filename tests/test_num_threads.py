@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import autobatch as dy
-from autobatch._threads import gemm_for_tests
+from autobatch._threads import gemm_for_tests, set_split_thresholds
 STRATEGIES = ["none", "depth", "agenda", "critical", "lookahead"]
 
 
@@ -192,10 +192,12 @@ def test_a_forked_child_computes_without_the_workers(two_threads):
 @pytest.mark.parametrize("trainer", [dy.SimpleSGDTrainer, dy.MomentumSGDTrainer, dy.AdamTrainer,
                                      dy.AmsgradTrainer])
 def test_a_large_parameter_updates_on_two_threads_as_on_one(trainer):
-    """A parameter of more than 2^16 values is updated in ranges over the threads."""
+    """A parameter of more than 2^16 values is updated in ranges over the threads (the
+    products stay whole, so that both runs get the same gradients)."""
     def run(threads):
         before = dy.get_num_threads()
         dy.set_num_threads(threads)
+        thresholds = set_split_thresholds(1e30, 2**62)
         try:
             pc = dy.ParameterCollection(seed=4)
             W = pc.add_parameters((301, 257))
@@ -208,5 +210,6 @@ def test_a_large_parameter_updates_on_two_threads_as_on_one(trainer):
                 t.update()
             return W.as_array()
         finally:
+            set_split_thresholds(*thresholds)
             dy.set_num_threads(before)
     np.testing.assert_array_equal(run(2), run(1))
