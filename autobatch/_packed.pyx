@@ -28,8 +28,12 @@ cdef extern from "_gemm_packed.h" nogil:
     void ab_pk_gemm(int mr, int M, int N, int K, const float* P, const float* B, int ldb,
                     float beta, float* C, int ldc)
 
-# below this many rows OpenBLAS's small-matrix kernel is faster and more accurate
+# below this many rows OpenBLAS's small-matrix kernel is faster and more accurate;
+# above this many columns its packing of W is a small share of a call and its
+# blocking for a wide B is better (the language model's output layer, 1,344 columns:
+# 0.97-1.00x on the packed kernel, plus packing 10,000 x 256 twice per step)
 cdef int PACK_MIN_ROWS = 32
+cdef int PACK_MAX_COLUMNS = 1024
 cdef int BEST_MR = ab_pk_best_mr()
 cdef int MR = BEST_MR              # the kernel in use: 32 (AVX-512), 16 (AVX2), 0 (sgemm)
 ISA_MR = {"avx512": 32, "avx2": 16, "off": 0}
@@ -120,9 +124,9 @@ cdef bint packed_gemm(PackCache* c, Profile* prof, char ta, int m, int n, int k,
                       const float* A, int lda, const float* B, int ldb, float beta,
                       float* C, int ldc) noexcept nogil:
     """C = op(A) B + beta C (B not transposed) with op(A) packed once per pass, if
-    this product should: A a weight (the caller's choice), m >= PACK_MIN_ROWS and a
-    kernel for this processor. False: nothing was done, use sgemm."""
-    if c == NULL or MR == 0 or m < PACK_MIN_ROWS or n < 1 or k < 1:
+    this product should: A a weight (the caller's choice), m and n within the limits
+    above and a kernel for this processor. False: nothing was done, use sgemm."""
+    if c == NULL or MR == 0 or m < PACK_MIN_ROWS or n < 1 or n > PACK_MAX_COLUMNS or k < 1:
         return False
     cdef const float* P = find_or_pack(c, prof, ta, m, k, A, lda)
     if P == NULL:
@@ -157,6 +161,15 @@ def set_packed_isa(name):
     return old
 
 
+def set_packed_limits(int min_rows, int max_columns):
+    """Products with op(W) of at least `min_rows` rows and at most `max_columns`
+    columns use the packed kernel; returns the old pair. For tests and measurements."""
+    global PACK_MIN_ROWS, PACK_MAX_COLUMNS
+    old = (PACK_MIN_ROWS, PACK_MAX_COLUMNS)
+    PACK_MIN_ROWS, PACK_MAX_COLUMNS = min_rows, max_columns
+    return old
+
+
 def configure_from_environment():
     """The kernel from ``AUTOBATCH_PACKED_GEMM`` (default auto), at import."""
     set_packed_isa(os.environ.get("AUTOBATCH_PACKED_GEMM", "auto") or "auto")
@@ -166,7 +179,7 @@ def packed_gemm_for_tests(str ta, float[::1, :] A, float[::1, :] B, float beta,
                           float[::1, :] C):
     """C = op(A) B + beta C on Fortran-ordered float32 arrays through the packed kernel
     (packed once, split over the threads when large). Returns False, leaving C alone,
-    where the engine would use sgemm (fewer than 32 rows, no kernel)."""
+    where the engine would use sgemm (too few rows, too many columns, no kernel)."""
     cdef char cta = ord(ta)
     cdef int m = C.shape[0], n = C.shape[1]
     cdef int k = A.shape[1] if cta == b'N' else A.shape[0]
