@@ -31,8 +31,11 @@ cdef extern from "_gemm_packed.h" nogil:
 # below this many rows OpenBLAS's small-matrix kernel is faster and more accurate;
 # above this many columns its packing of W is a small share of a call and its
 # blocking for a wide B is better (the language model's output layer, 1,344 columns:
-# 0.97-1.00x on the packed kernel, plus packing 10,000 x 256 twice per step)
+# 0.97-1.00x on the packed kernel, plus packing 10,000 x 256 twice per step). One
+# column stays on sgemv, which reads W once: level with the packed kernel when W is
+# reused 64 times in a pass, and 3.8x faster when W is used once (packing it costs more)
 cdef int PACK_MIN_ROWS = 32
+cdef int PACK_MIN_COLUMNS = 2
 cdef int PACK_MAX_COLUMNS = 1024
 cdef int BEST_MR = ab_pk_best_mr()
 cdef int MR = BEST_MR              # the kernel in use: 32 (AVX-512), 16 (AVX2), 0 (sgemm)
@@ -126,7 +129,8 @@ cdef bint packed_gemm(PackCache* c, Profile* prof, char ta, int m, int n, int k,
     """C = op(A) B + beta C (B not transposed) with op(A) packed once per pass, if
     this product should: A a weight (the caller's choice), m and n within the limits
     above and a kernel for this processor. False: nothing was done, use sgemm."""
-    if c == NULL or MR == 0 or m < PACK_MIN_ROWS or n < 1 or n > PACK_MAX_COLUMNS or k < 1:
+    if c == NULL or MR == 0 or m < PACK_MIN_ROWS or n < PACK_MIN_COLUMNS or \
+            n > PACK_MAX_COLUMNS or k < 1:
         return False
     cdef const float* P = find_or_pack(c, prof, ta, m, k, A, lda)
     if P == NULL:
@@ -179,7 +183,7 @@ def packed_gemm_for_tests(str ta, float[::1, :] A, float[::1, :] B, float beta,
                           float[::1, :] C):
     """C = op(A) B + beta C on Fortran-ordered float32 arrays through the packed kernel
     (packed once, split over the threads when large). Returns False, leaving C alone,
-    where the engine would use sgemm (too few rows, too many columns, no kernel)."""
+    where the engine would use sgemm (too few rows, one column or too many, no kernel)."""
     cdef char cta = ord(ta)
     cdef int m = C.shape[0], n = C.shape[1]
     cdef int k = A.shape[1] if cta == b'N' else A.shape[0]

@@ -2,7 +2,7 @@
 
 The kernel against float64 and sgemm (a tolerance: its bits follow OpenBLAS's only on
 some shapes) on both instruction sets, at the tails of its panels (rows) and register
-tiles (columns), K cut in blocks (> 768) and one column; the same bits however the
+tiles (columns), K cut in blocks (> 768), two columns (one goes to sgemv); the same bits however the
 columns are batched or split over threads; and the packed copies forgotten whenever a
 parameter may have changed (between passes, after a Python strategy's select())."""
 import numpy as np
@@ -46,8 +46,8 @@ def operands(ta, m, n, k, seed):
 
 # rows: one panel, tails of 32- and 16-row panels; columns: 1, tails of 12 and 6 wide
 # tiles; k: one block, the halved remainder (385..767), several blocks, odd sizes
-SHAPES = [(32, 1, 5), (33, 7, 17), (47, 13, 384), (64, 12, 385), (100, 25, 769),
-          (1024, 3, 256), (256, 64, 512), (79, 6, 1000), (256, 1, 1500), (48, 11, 2050)]
+SHAPES = [(32, 2, 5), (33, 7, 17), (47, 13, 384), (64, 12, 385), (100, 25, 769),
+          (1024, 3, 256), (256, 64, 512), (79, 6, 1000), (256, 2, 1500), (48, 11, 2050)]
 
 
 @needs_kernel
@@ -70,9 +70,11 @@ def test_the_packed_product_is_as_accurate_as_sgemm(isa, m, n, k, ta, beta):
 def test_small_and_wide_products_stay_on_sgemm(isa):
     A, B, C = operands("N", 31, 8, 64, seed=1)
     assert not _packed.packed_gemm_for_tests("N", A, B, 0.0, C)
+    A, B, C = operands("N", 64, 1, 64, seed=1)          # sgemv
+    assert not _packed.packed_gemm_for_tests("N", A, B, 0.0, C)
     A, B, C = operands("T", 64, 1025, 16, seed=1)
     assert not _packed.packed_gemm_for_tests("T", A, B, 0.0, C)
-    old = _packed.set_packed_limits(1, 2000)
+    old = _packed.set_packed_limits(1, 2000)      # (the one-column limit stays)
     try:
         assert _packed.packed_gemm_for_tests("T", A, B, 0.0, C) == bool(ISAS)
     finally:
@@ -89,7 +91,7 @@ def test_a_column_does_not_depend_on_its_batch_nor_on_threads(isa, threads):
         A, B, _ = operands("N", 300, 40, 513, seed=2)
         whole = np.zeros((300, 40), dtype=np.float32, order="F")
         assert _packed.packed_gemm_for_tests("N", A, B, 0.0, whole)
-        for cols in [slice(0, 1), slice(3, 4), slice(5, 18), slice(12, 40)]:
+        for cols in [slice(0, 2), slice(3, 5), slice(5, 18), slice(12, 40)]:
             part = np.zeros((300, cols.stop - cols.start), dtype=np.float32, order="F")
             _packed.packed_gemm_for_tests("N", A, np.asfortranarray(B[:, cols]), 0.0, part)
             np.testing.assert_array_equal(part, whole[:, cols])
@@ -158,12 +160,16 @@ WRITES = {
 
 
 @pytest.mark.parametrize("how", list(WRITES))
-def test_a_pass_after_a_parameter_changed_sees_the_new_values(isa, model, how):
+@pytest.mark.parametrize("backward", [True, False])
+def test_a_pass_after_a_parameter_changed_sees_the_new_values(isa, model, how, backward):
     pc, W, V, xs = model
     dy.renew_cg()
     loss = mlp(xs, W, V)
     before = loss.value()
-    loss.backward()
+    if backward or how == "trainer":
+        loss.backward()
+    else:                       # forward passes only: no backward pass in between
+        mlp(xs[:2], W, V).value()
     WRITES[how](pc, W)
     after = loss.value(recalculate=True)    # the same graph, a new pass
     dy.renew_cg()
