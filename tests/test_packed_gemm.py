@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import autobatch as dy
+import autobatch.testing
 from autobatch import _packed
 from autobatch._threads import gemm_for_tests, set_split_thresholds
 
@@ -196,3 +197,30 @@ def test_a_python_strategy_may_change_parameters_between_batches(isa, model):
     dy.renew_cg(strategy=OneNodeAtATime())
     total = dy.esum([W * dy.inputVector(xs[0]), W * dy.inputVector(xs[1])])
     np.testing.assert_allclose(total.npvalue(), W0 @ xs[0] + 2 * W0 @ xs[1], rtol=1e-5, atol=1e-5)
+
+
+def cells(W, b, U, xs):
+    """Instances of logistic(affine(b, W, x)) then U *: packed forward and backward."""
+    return [U * dy.logistic(dy.affine_transform([b, W, dy.inputVector(x)])) for x in xs]
+
+
+@pytest.fixture
+def cell_model():
+    pc = dy.ParameterCollection(seed=4)
+    W, b, U = pc.add_parameters((40, 6)), pc.add_parameters(40), pc.add_parameters((33, 40))
+    rng = np.random.default_rng(4)
+    return (W, b, U), [rng.standard_normal(6).astype(np.float32) for _ in range(6)]
+
+
+def test_packed_products_pass_the_gradient_check(isa, cell_model):
+    params, xs = cell_model
+    dy.testing.check_grad(lambda: dy.esum([dy.sum_elems(y) for y in cells(*params, xs)]),
+                          params, strategy="agenda")
+
+
+def test_packed_batches_equal_the_unbatched_reference(isa, cell_model):
+    params, xs = cell_model
+    stats = dy.testing.check_batching_invariance(
+        lambda: cells(*params, xs), params, ("depth", "agenda", "critical", "lookahead"),
+        rtol=1e-5, atol=1e-5)
+    assert stats["agenda"]["batches"] < stats["none"]["batches"]
