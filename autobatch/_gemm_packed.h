@@ -48,11 +48,12 @@ static void ab_pk_pack(char ta, int M, int K, const float* A, int lda, float* P,
         } else {    /* 16 k at a time, so the part of d being written stays in L1 */
             for (int k0 = 0; k0 < K; k0 += 16) {
                 int kn = K - k0 < 16 ? K - k0 : 16;
-                for (int i = 0; i < mr; i++) {
+                for (int i = 0; i < rows; i++) {
                     const float* s = A + (size_t)(p * mr + i) * lda + k0;
-                    for (int kk = 0; kk < kn; kk++)
-                        d[(size_t)(k0 + kk) * mr + i] = i < rows ? s[kk] : 0.0f;
+                    for (int kk = 0; kk < kn; kk++) d[(size_t)(k0 + kk) * mr + i] = s[kk];
                 }
+                for (int i = rows; i < mr; i++)
+                    for (int kk = 0; kk < kn; kk++) d[(size_t)(k0 + kk) * mr + i] = 0.0f;
             }
         }
     }
