@@ -9,6 +9,7 @@ MOD_NAMES = [
     "autobatch._memory",        # arenas and growth; MemoryError on exhaustion
     "autobatch._random",        # random numbers of the random ops
     "autobatch._threads",       # the kernels' thread pool; products split over it
+    "autobatch._packed",        # weights packed once per pass for the products
     # batched kernels by family (node types in _nodes.pxd, helpers in _kernel_util.pxd)
     "autobatch._kernels_elementwise",
     "autobatch._kernels_products",

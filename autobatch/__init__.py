@@ -83,8 +83,10 @@ rectified = rectify
 from autobatch.blas import blas_info, set_blas_threads, _configure_from_environment
 from autobatch._threads import set_num_threads, get_num_threads
 from autobatch._threads import configure_from_environment as _configure_threads
+from autobatch._packed import configure_from_environment as _configure_packed
 from autobatch.report import show_config, config_info
 
 _configure_from_environment()
 _configure_threads()
+_configure_packed()
 init()      # DyNet's --dynet-* flags of sys.argv, read at import as DyNet does

@@ -6,6 +6,7 @@ from autobatch._executor cimport BatchLog
 from autobatch._nodes cimport Node, Shape, Attrs, Batch
 from autobatch._random cimport Rng
 from autobatch._memory cimport Arena, ArenaMark
+from autobatch._packed cimport PackCache
 from autobatch._profile cimport Profile, Traffic
 from autobatch._nodes cimport NodeView
 from autobatch._scheduler cimport Sched
@@ -55,6 +56,7 @@ cdef class ComputationGraph:
                                         # and when the graph is computed again
     cdef Arena garena                   # gradients and backward scratch, reset per backward
     cdef Rng rng
+    cdef PackCache packs                # weights packed for the current pass (_packed)
     # strategy and switches
     cdef int strategy_id
     cdef readonly object strategy

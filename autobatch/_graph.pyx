@@ -22,13 +22,14 @@ from autobatch._random cimport rng_seed
 from autobatch._memory cimport (arena_alloc_or_raise, arena_reset, arena_free,
                                 arena_capacity, arena_mark, arena_revert, grow)
 from autobatch._fusion cimport fuse_chain
+from autobatch._packed cimport packs_begin, packs_free
 from autobatch._scheduler cimport (sched_collect_many, sched_prepare, sched_push_initial,
                                    sched_release, sched_release_ids, sched_free)
 from autobatch._signatures cimport sig_intern, sig_reset, sig_truncate, sig_free
 from autobatch._profile cimport Profile, Traffic
 from autobatch._stats cimport (batch_stats, fusion_stats, batch_list, print_batch_list, print_graphviz,
                                lower_bound, operand_stats, profile_stats, profiling_enabled)
-from autobatch._strategies cimport (S_NONE, S_AGENDA, S_DEPTH, S_LOOKAHEAD, strategy_id,
+from autobatch._strategies cimport (S_NONE, S_AGENDA, S_DEPTH, S_LOOKAHEAD, S_PYTHON, strategy_id,
                                     pick_batch)
 from autobatch._strategies import resolve_strategy
 from autobatch.errors import StaleExpressionError
@@ -76,6 +77,7 @@ cdef class ComputationGraph:
         free(self.tables)
         free(self.marks)
         sig_free(&self.sigs)
+        packs_free(&self.packs)
         sched_free(&self.sched)
         log_free(&self.log)
 
@@ -136,6 +138,7 @@ cdef class ComputationGraph:
         b.arena = &self.arena
         b.scratch = &self.garena
         b.rng = &self.rng
+        b.packs = &self.packs
         b.prof = &self.prof if self.profiling else NULL
         b.traffic = &self.traffic
         return b
@@ -279,6 +282,7 @@ cdef class ComputationGraph:
         cdef NodeView v = self.view()
         cdef Batch ctx = self.context()
         cdef int64_t count = sched_collect_many(&self.sched, &v, targets, n_targets, False)
+        packs_begin(&self.packs)        # parameters may have changed since the last pass
         cdef double t_sched = 0, t_run = 0, t1
         cdef int64_t pos, first, k, fused
         cdef int n
@@ -300,6 +304,8 @@ cdef class ComputationGraph:
             while count > 0:
                 t1 = now()
                 n = pick_batch(self.strategy_id, self.strategy, &self.sched, &v, &self.sigs)
+                if self.strategy_id == S_PYTHON:
+                    packs_begin(&self.packs)    # its select() is user code
                 t_sched += now() - t1
                 t1 = now()
                 first = self.log.n
@@ -336,6 +342,7 @@ cdef class ComputationGraph:
         cdef NodeView v = self.view()
         cdef Batch ctx = self.context()
         self.busy = True
+        packs_begin(&self.packs)
         try:
             backward_pass(&v, &self.log, &self.sched, &ctx, target, full,
                           self.strategy_id != S_NONE, &self.n_backward_chains)

@@ -9,6 +9,7 @@ from autobatch._memory cimport Arena, arena_alloc
 from autobatch._nodes cimport *
 from autobatch._optable cimport *
 from autobatch._kernel_util cimport *
+from autobatch._packed cimport packed_gemm
 from autobatch._profile cimport Profile, P_GEMM, P_GATHER, prof_start, prof_stop
 
 cdef inline void tgemm(Profile* prof, char ta, char tb, int m, int n, int k, float alpha,
@@ -18,6 +19,15 @@ cdef inline void tgemm(Profile* prof, char ta, char tb, int m, int n, int k, flo
     cdef double t0 = prof_start(prof)
     gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
     prof_stop(prof, P_GEMM, t0)
+
+cdef inline void weight_gemm(Batch* b, Node* w, char ta, int m, int n, int k, float* B,
+                             int ldb, float beta, float* C, int ldc) noexcept nogil:
+    """C = op(W) B + beta C for a W shared by the batch: a parameter's W is packed once
+    per pass and reused by every batch (_packed); a computed one goes to sgemm."""
+    if w.op == OP_PARAM and packed_gemm(b.packs, b.prof, ta, m, n, k, w.val, rows(w), B, ldb,
+                                        beta, C, ldc):
+        return
+    tgemm(b.prof, ta, b'N', m, n, k, 1.0, w.val, rows(w), B, ldb, beta, C, ldc)
 
 # W (r x k) times X (k x c): with W shared and unbatched, the batch is one gemm over
 # the stacked columns of every node's X (a batched X adds its columns too).
@@ -38,7 +48,7 @@ cdef void product_fwd(Batch* b, int w_arg, int x_arg, float beta, bint keep_x) n
             return
         if keep_x:
             n0.aux = X
-        tgemm(b.prof, b'N', b'N', r, c * x0.bs * b.n, k, 1.0, w.val, r, X, k, beta, b.block, r)
+        weight_gemm(b, w, b'N', r, c * x0.bs * b.n, k, X, k, beta, b.block, r)
         return
     for j in range(b.n):      # batched W: one product per batch element
         wj = ARG(b, j, w_arg)
@@ -103,14 +113,14 @@ cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
         if batch_arg_needs_grad(b, x_arg):
             if consecutive(b, x_arg, True) != NULL:
                 b.traffic.grads_in_place += 1
-                tgemm(b.prof, b'T', b'N', k, M, r, 1.0, w.val, r, dY, r,
-                      0.0 if stacked_fresh(b, x_arg) else 1.0, x0.grad, k)
+                weight_gemm(b, w, b'T', k, M, r, dY, r,
+                            0.0 if stacked_fresh(b, x_arg) else 1.0, x0.grad, k)
             else:
                 b.traffic.grads_scattered += 1
                 dX = arena_alloc(b.scratch, <size_t>k * M)
                 if dX == NULL:
                     return
-                tgemm(b.prof, b'T', b'N', k, M, r, 1.0, w.val, r, dY, r, 0.0, dX, k)
+                weight_gemm(b, w, b'T', k, M, r, dY, r, 0.0, dX, k)
                 add_grad_from_stack(b, x_arg, dX)
         return
     for j in range(b.n):          # one product per batch element: add into ready gradients

@@ -3,6 +3,7 @@
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 from autobatch._memory cimport Arena
+from autobatch._packed cimport PackCache
 from autobatch._random cimport Rng
 from autobatch._profile cimport Profile, Traffic
 
@@ -154,6 +155,7 @@ ctypedef struct Batch:
     Arena* scratch      # temporary memory (reset when a backward starts)
     Rng* rng
     WeightGrads* defer  # backward: where parameter weight gradients are postponed
+    PackCache* packs    # weights packed in this pass (_packed); NULL: products use sgemm
     Profile* prof       # the graph's profile timers, NULL when profiling is off
     Traffic* traffic    # the graph's counts of operands used in place or copied
 

@@ -38,6 +38,10 @@ cdef bint split_worthwhile(int nodes, int per_node) noexcept nogil:
     return nodes >= 2 and ab_pool_threads() > 1 and <long>nodes * per_node >= PAR_MIN_ELEMS
 
 
+cdef bint gemm_split_worthwhile(int m, int n, int k) noexcept nogil:
+    return ab_pool_threads() > 1 and <double>m * n * k >= PAR_MIN_WORK
+
+
 def set_split_thresholds(double gemm_work, long elements):
     """The sizes from which work is split over the threads (multiply-adds of a product,
     output elements of a batch); returns the old pair. For tests, which split tiny

@@ -25,7 +25,8 @@ def _version(distribution):
 def config_info():
     """The report as a dict: ``version``, ``python``, ``numpy``, ``scipy``, ``blas``
     (``library``, ``kernel``, ``threads``: see ``autobatch.blas_info``), ``simd`` (the
-    clone of the elementwise loops in use), ``threads`` (the engine's, see
+    clone of the elementwise loops in use), ``packed_gemm`` (the products' packed-weight
+    kernel: avx512, avx2 or off), ``threads`` (the engine's, see
     ``autobatch.set_num_threads``), ``default_strategy``, ``strategies`` and
     ``extras`` (name -> installed version, or None when absent). Nothing optional is
     imported: an extra is looked up, not loaded."""
@@ -34,6 +35,7 @@ def config_info():
 
     import autobatch
     from autobatch._kernels_elementwise import simd_level
+    from autobatch._packed import packed_isa
 
     extras = {}
     for module, distribution, _ in EXTRAS:
@@ -47,6 +49,7 @@ def config_info():
         "scipy": scipy.__version__,
         "blas": autobatch.blas_info(),
         "simd": simd_level(),
+        "packed_gemm": packed_isa(),
         "threads": autobatch.get_num_threads(),
         "default_strategy": autobatch.default_strategy(),
         "strategies": list(autobatch.available_strategies()),
@@ -68,6 +71,7 @@ def format_config(info=None):
         f"  BLAS threads:     {blas['threads'] if blas['threads'] is not None else 'unknown'}"
         "  (AUTOBATCH_BLAS_THREADS or autobatch.set_blas_threads)",
         f"  elementwise SIMD: {info['simd']}",
+        f"  packed gemm:      {info['packed_gemm']}  (AUTOBATCH_PACKED_GEMM)",
         f"  engine threads:   {info['threads']}  (AUTOBATCH_NUM_THREADS or autobatch.set_num_threads)",
         f"  default strategy: {info['default_strategy']}"
         f"  (registered: {', '.join(info['strategies'])})",

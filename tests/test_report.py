@@ -32,6 +32,7 @@ def test_config_info_values():
     assert info["blas"] == dy.blas_info()
     assert info["blas"]["threads"] in (None, 1) or info["blas"]["threads"] >= 1
     assert info["simd"] in ("avx512f", "avx2", "default (sse2)", "portable (no target clones)")
+    assert info["packed_gemm"] in ("avx512", "avx2", "off")
     assert info["default_strategy"] in info["strategies"]
     import numpy
     assert info["numpy"] == numpy.__version__
