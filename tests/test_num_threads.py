@@ -92,14 +92,17 @@ def test_set_num_threads_is_what_get_num_threads_says():
         dy.set_num_threads(before)
 
 
-def test_the_environment_sets_the_threads_at_import():
+def test_the_environment_sets_the_threads_at_import(tmp_path):
     code = "import autobatch as dy; print(dy.get_num_threads())"
-    env = dict(os.environ, AUTOBATCH_NUM_THREADS="3")
+    # run away from the source tree (its uncompiled package would shadow the installed one)
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(dy.__file__)))
+    env = dict(os.environ, AUTOBATCH_NUM_THREADS="3", PYTHONPATH=package_parent)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True)
+                         check=True, cwd=tmp_path)
     assert out.stdout.strip() == "3"
     env["AUTOBATCH_NUM_THREADS"] = "two"
-    bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=tmp_path)
     assert bad.returncode != 0 and "AUTOBATCH_NUM_THREADS must be a positive integer" in bad.stderr
 
 
