@@ -1,8 +1,9 @@
 /* A gemm whose weight operand is packed once and reused by every product of a pass.
  *
- * Column-major C (M x N) = op(A) (M x K) B (K x N) + beta C, with op(A) = A or A^T
+ * Column-major C (M x N) = op(A) (M x K) op(B) (K x N) + beta C, with op(A) = A or A^T
  * packed by ab_pk_pack into panels of MR rows (K groups of MR floats, rows past M
- * zero) and B read in place. OpenBLAS repacks A on every call, which at the few
+ * zero) and B read in place, column-major K x N (tb 'N') or its transpose N x K
+ * (tb 'T': a weight gradient dW += dY X^T, where the packed operand is dY). OpenBLAS repacks A on every call, which at the few
  * columns of a batch is most of its time (benchmarks/packed_gemm.md on branch
  * gemm-eval). Two kernels, chosen at run time: AVX-512 (MR = 32, a 32 x 12 register
  * tile) and AVX2 + FMA (MR = 16, 16 x 6); MR = 0 means neither (use sgemm).
@@ -72,8 +73,8 @@ static inline int ab_pk_kblock(int left) {
 /* C[0:rows, 0:nr] = P[kc] B[0:kc, 0:nr] + beta C; the nr accumulators stay in zmm
  * because nr is a constant in every call (blk512's switch) */
 __attribute__((target("avx512f"), always_inline)) static inline void
-ab_pk_tile512(int nr, int kc, const float* P, const float* B, int ldb, float* C, int ldc,
-              int rows, float beta) {
+ab_pk_tile512(int nr, int bt, int kc, const float* P, const float* B, int ldb, float* C,
+              int ldc, int rows, float beta) {
     __m512 c0[12], c1[12];
     _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++) {
         c0[j] = _mm512_setzero_ps();
@@ -82,7 +83,7 @@ ab_pk_tile512(int nr, int kc, const float* P, const float* B, int ldb, float* C,
     for (int k = 0; k < kc; k++) {
         __m512 a0 = _mm512_loadu_ps(P + 32 * k), a1 = _mm512_loadu_ps(P + 32 * k + 16);
         _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++) {
-            __m512 b = _mm512_set1_ps(B[(size_t)j * ldb + k]);
+            __m512 b = _mm512_set1_ps(bt ? B[(size_t)k * ldb + j] : B[(size_t)j * ldb + k]);
             c0[j] = _mm512_fmadd_ps(a0, b, c0[j]);
             c1[j] = _mm512_fmadd_ps(a1, b, c1[j]);
         }
@@ -102,10 +103,12 @@ ab_pk_tile512(int nr, int kc, const float* P, const float* B, int ldb, float* C,
 }
 
 __attribute__((target("avx512f"))) static void
-ab_pk_blk512(int nr, int kc, const float* P, const float* B, int ldb, float* C, int ldc,
-             int rows, float beta) {
-    switch (nr) {
-#define AB_PK_CASE(n) case n: ab_pk_tile512(n, kc, P, B, ldb, C, ldc, rows, beta); break;
+ab_pk_blk512(int nr, int bt, int kc, const float* P, const float* B, int ldb, float* C,
+             int ldc, int rows, float beta) {
+    switch (nr + 16 * bt) {
+#define AB_PK_CASE(n) \
+    case n: ab_pk_tile512(n, 0, kc, P, B, ldb, C, ldc, rows, beta); break; \
+    case n + 16: ab_pk_tile512(n, 1, kc, P, B, ldb, C, ldc, rows, beta); break;
     AB_PK_CASE(1) AB_PK_CASE(2) AB_PK_CASE(3) AB_PK_CASE(4) AB_PK_CASE(5) AB_PK_CASE(6)
     AB_PK_CASE(7) AB_PK_CASE(8) AB_PK_CASE(9) AB_PK_CASE(10) AB_PK_CASE(11) AB_PK_CASE(12)
 #undef AB_PK_CASE
@@ -114,8 +117,8 @@ ab_pk_blk512(int nr, int kc, const float* P, const float* B, int ldb, float* C, 
 
 /* AVX2 + FMA: two ymm of rows times 6 columns: 12 accumulators, 2 of A, 1 broadcast */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-ab_pk_tile256(int nr, int kc, const float* P, const float* B, int ldb, float* C, int ldc,
-              int rows, float beta) {
+ab_pk_tile256(int nr, int bt, int kc, const float* P, const float* B, int ldb, float* C,
+              int ldc, int rows, float beta) {
     __m256 c0[6], c1[6];
     _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++) {
         c0[j] = _mm256_setzero_ps();
@@ -124,7 +127,7 @@ ab_pk_tile256(int nr, int kc, const float* P, const float* B, int ldb, float* C,
     for (int k = 0; k < kc; k++) {
         __m256 a0 = _mm256_loadu_ps(P + 16 * k), a1 = _mm256_loadu_ps(P + 16 * k + 8);
         _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++) {
-            __m256 b = _mm256_broadcast_ss(B + (size_t)j * ldb + k);
+            __m256 b = _mm256_broadcast_ss(bt ? B + (size_t)k * ldb + j : B + (size_t)j * ldb + k);
             c0[j] = _mm256_fmadd_ps(a0, b, c0[j]);
             c1[j] = _mm256_fmadd_ps(a1, b, c1[j]);
         }
@@ -147,34 +150,43 @@ ab_pk_tile256(int nr, int kc, const float* P, const float* B, int ldb, float* C,
 }
 
 __attribute__((target("avx2,fma"))) static void
-ab_pk_blk256(int nr, int kc, const float* P, const float* B, int ldb, float* C, int ldc,
-             int rows, float beta) {
-    switch (nr) {
-#define AB_PK_CASE(n) case n: ab_pk_tile256(n, kc, P, B, ldb, C, ldc, rows, beta); break;
+ab_pk_blk256(int nr, int bt, int kc, const float* P, const float* B, int ldb, float* C,
+             int ldc, int rows, float beta) {
+    switch (nr + 8 * bt) {
+#define AB_PK_CASE(n) \
+    case n: ab_pk_tile256(n, 0, kc, P, B, ldb, C, ldc, rows, beta); break; \
+    case n + 8: ab_pk_tile256(n, 1, kc, P, B, ldb, C, ldc, rows, beta); break;
     AB_PK_CASE(1) AB_PK_CASE(2) AB_PK_CASE(3) AB_PK_CASE(4) AB_PK_CASE(5) AB_PK_CASE(6)
 #undef AB_PK_CASE
     }
 }
 #endif
 
-/* C = op(A) B + beta C with op(A) packed for panels of mr rows (32 or 16). K blocks
- * outermost, so a panel's block stays in L1 while it meets every column of B. */
-static void ab_pk_gemm(int mr, int M, int N, int K, const float* P, const float* B, int ldb,
-                       float beta, float* C, int ldc) {
+/* C = op(A) op(B) + beta C with op(A) packed for panels of mr rows (32 or 16), op(B)
+ * = B (tb 'N') or B^T ('T'). K blocks outermost, so a panel's block stays in L1 while
+ * it meets every column of B; within a K block, columns in chunks of nc (0: all), so
+ * that a wide B's block stays in L2 while every panel meets it. Neither loop changes
+ * the order in which an element of C sums its products. */
+static void ab_pk_gemm(int mr, char tb, int nc, int M, int N, int K, const float* P,
+                       const float* B, int ldb, float beta, float* C, int ldc) {
 #ifdef AB_PK_SIMD
-    int nr_max = mr == 32 ? 12 : 6;
+    int nr_max = mr == 32 ? 12 : 6, bt = tb == 'T';
+    if (nc <= 0 || nc > N) nc = N;
     for (int k0 = 0, kc; k0 < K; k0 += kc) {
         kc = ab_pk_kblock(K - k0);
-        float bt = k0 == 0 ? beta : 1.0f;
-        for (int p = 0; p * mr < M; p++) {
-            const float* pp = P + (size_t)p * mr * K + (size_t)k0 * mr;
-            int rows = M - p * mr < mr ? M - p * mr : mr;
-            for (int j = 0; j < N; j += nr_max) {
-                int nr = N - j < nr_max ? N - j : nr_max;
-                const float* b = B + (size_t)j * ldb + k0;
-                float* c = C + (size_t)j * ldc + (size_t)p * mr;
-                if (mr == 32) ab_pk_blk512(nr, kc, pp, b, ldb, c, ldc, rows, bt);
-                else ab_pk_blk256(nr, kc, pp, b, ldb, c, ldc, rows, bt);
+        float bk = k0 == 0 ? beta : 1.0f;
+        for (int j0 = 0; j0 < N; j0 += nc) {
+            int j1 = N - j0 < nc ? N : j0 + nc;
+            for (int p = 0; p * mr < M; p++) {
+                const float* pp = P + (size_t)p * mr * K + (size_t)k0 * mr;
+                int rows = M - p * mr < mr ? M - p * mr : mr;
+                for (int j = j0; j < j1; j += nr_max) {
+                    int nr = j1 - j < nr_max ? j1 - j : nr_max;
+                    const float* b = bt ? B + (size_t)k0 * ldb + j : B + (size_t)j * ldb + k0;
+                    float* c = C + (size_t)j * ldc + (size_t)p * mr;
+                    if (mr == 32) ab_pk_blk512(nr, bt, kc, pp, b, ldb, c, ldc, rows, bk);
+                    else ab_pk_blk256(nr, bt, kc, pp, b, ldb, c, ldc, rows, bk);
+                }
             }
         }
     }

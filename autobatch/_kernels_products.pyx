@@ -9,7 +9,7 @@ from autobatch._memory cimport Arena, arena_alloc
 from autobatch._nodes cimport *
 from autobatch._optable cimport *
 from autobatch._kernel_util cimport *
-from autobatch._packed cimport packed_gemm
+from autobatch._packed cimport packed_gemm, packed_weight_grad
 from autobatch._profile cimport Profile, P_GEMM, P_GATHER, prof_start, prof_stop
 
 cdef inline void tgemm(Profile* prof, char ta, char tb, int m, int n, int k, float alpha,
@@ -28,6 +28,13 @@ cdef inline void weight_gemm(Batch* b, Node* w, char ta, int m, int n, int k, fl
                                         beta, C, ldc):
         return
     tgemm(b.prof, ta, b'N', m, n, k, 1.0, w.val, rows(w), B, ldb, beta, C, ldc)
+
+cdef inline void weight_grad_gemm(Arena* scratch, Profile* prof, int r, int k, int M,
+                                  float* dY, float* X, float beta, float* dW) noexcept nogil:
+    """dW (r x k) = dY (r x M) X^T (X: k x M) + beta dW: the packed kernel where it
+    runs (it outruns sgemm, which packs both operands), else sgemm."""
+    if not packed_weight_grad(scratch, prof, r, k, M, dY, X, beta, dW):
+        tgemm(prof, b'N', b'T', r, k, M, 1.0, dY, r, X, k, beta, dW, r)
 
 # W (r x k) times X (k x c): with W shared and unbatched, the batch is one gemm over
 # the stacked columns of every node's X (a batched X adds its columns too).
@@ -107,8 +114,8 @@ cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
                 b.defer.items[b.defer.n] = WeightGrad(w.grad, dY, X, r, k, M)
                 b.defer.n += 1
             else:           # W written for the first time: beta = 0
-                tgemm(b.prof, b'N', b'T', r, k, M, 1.0, dY, r, X, k,
-                      0.0 if grad_fresh(w) else 1.0, w.grad, r)
+                weight_grad_gemm(b.scratch, b.prof, r, k, M, dY, X,
+                                 0.0 if grad_fresh(w) else 1.0, w.grad)
                 grad_mark(w)
         if batch_arg_needs_grad(b, x_arg):
             if consecutive(b, x_arg, True) != NULL:
@@ -174,8 +181,8 @@ cdef void flush_weight_grads(WeightGrads* d, Arena* scratch, Profile* prof) noex
         if X == NULL or dY == NULL:     # one term, or no memory to stack them: a gemm each
             scratch.failed = False
             for e in range(i, j):
-                tgemm(prof, b'N', b'T', w.r, w.k, d.items[e].m, 1.0, d.items[e].dY, w.r,
-                     d.items[e].X, w.k, 1.0, w.dW, w.r)
+                weight_grad_gemm(scratch, prof, w.r, w.k, d.items[e].m, d.items[e].dY,
+                                 d.items[e].X, 1.0, w.dW)
         else:
             at = 0
             t0 = prof_start(prof)
@@ -184,7 +191,7 @@ cdef void flush_weight_grads(WeightGrads* d, Arena* scratch, Profile* prof) noex
                 memcpy(X + <size_t>at * w.k, d.items[e].X, <size_t>d.items[e].m * w.k * sizeof(float))
                 at += d.items[e].m
             prof_stop(prof, P_GATHER, t0)
-            tgemm(prof, b'N', b'T', w.r, w.k, total, 1.0, dY, w.r, X, w.k, 1.0, w.dW, w.r)
+            weight_grad_gemm(scratch, prof, w.r, w.k, total, dY, X, 1.0, w.dW)
         i = j
     d.n = 0
 

@@ -22,3 +22,6 @@ cdef void packs_free(PackCache* c) noexcept nogil
 cdef bint packed_gemm(PackCache* c, Profile* prof, char ta, int m, int n, int k,
                       const float* A, int lda, const float* B, int ldb, float beta,
                       float* C, int ldc) noexcept nogil
+cdef bint packed_weight_grad(Arena* scratch, Profile* prof, int m, int n, int k,
+                             const float* dY, const float* X, float beta,
+                             float* dW) noexcept nogil

@@ -101,6 +101,59 @@ def test_a_column_does_not_depend_on_its_batch_nor_on_threads(isa, threads):
         set_split_thresholds(*old)
 
 
+# dW (m x n) = dY (m x k) X^T: rows of dY past one panel and its tails, dW's columns
+# (X's rows) at the tiles' tails and past the 256-column chunks, k the stacked columns
+GRAD_SHAPES = [(32, 1, 1), (33, 7, 5), (47, 13, 384), (64, 12, 385), (100, 25, 769),
+               (256, 300, 64), (79, 6, 1000), (4096, 3, 17), (48, 520, 2050)]
+
+
+@needs_kernel
+@pytest.mark.parametrize("m,n,k", GRAD_SHAPES)
+@pytest.mark.parametrize("beta", [0.0, 1.0])
+def test_the_packed_weight_gradient_is_as_accurate_as_sgemm(isa, m, n, k, beta):
+    rng = np.random.default_rng(m * 5 + n * 3 + k)
+    dY = np.asfortranarray(rng.standard_normal((m, k), dtype=np.float32))
+    X = np.asfortranarray(rng.standard_normal((n, k), dtype=np.float32))
+    C = np.asfortranarray(rng.standard_normal((m, n), dtype=np.float32))
+    want = dY.astype(np.float64) @ X.T.astype(np.float64) + beta * C
+    scale = np.abs(dY) @ np.abs(X.T).astype(np.float64) + beta * np.abs(C)
+    got, ref = C.copy(order="F"), C.copy(order="F")
+    assert _packed.packed_weight_grad_for_tests(dY, X, beta, got)
+    gemm_for_tests("N", "T", 1.0, dY, X, beta, ref)
+    err, err_sgemm = np.max(np.abs(got - want) / scale), np.max(np.abs(ref - want) / scale)
+    assert err < 4e-7 and err < 10 * err_sgemm + 1e-7, (err, err_sgemm)
+
+
+def test_weight_gradients_of_few_or_very_many_rows_stay_on_sgemm(isa):
+    rng = np.random.default_rng(4)
+    for m in (31, 4097):
+        dY = np.asfortranarray(rng.standard_normal((m, 8), dtype=np.float32))
+        X = np.asfortranarray(rng.standard_normal((16, 8), dtype=np.float32))
+        C = np.zeros((m, 16), dtype=np.float32, order="F")
+        assert not _packed.packed_weight_grad_for_tests(dY, X, 0.0, C)
+        assert not C.any()
+
+
+@needs_kernel
+def test_a_split_weight_gradient_has_the_one_thread_bits():
+    before = dy.get_num_threads()
+    rng = np.random.default_rng(5)
+    dY = np.asfortranarray(rng.standard_normal((300, 700), dtype=np.float32))
+    X = np.asfortranarray(rng.standard_normal((90, 700), dtype=np.float32))
+    one = np.zeros((300, 90), dtype=np.float32, order="F")
+    assert _packed.packed_weight_grad_for_tests(dY, X, 0.0, one)
+    old = set_split_thresholds(1.0, 1)
+    try:
+        for threads in (2, 3):
+            dy.set_num_threads(threads)
+            split = np.zeros_like(one)
+            assert _packed.packed_weight_grad_for_tests(dY, X, 0.0, split)
+            np.testing.assert_array_equal(split, one)
+    finally:
+        dy.set_num_threads(before)
+        set_split_thresholds(*old)
+
+
 def test_the_isa_can_be_chosen_and_checked():
     old = _packed.set_packed_isa("off")
     try:
@@ -141,8 +194,11 @@ def model():
 
 
 @pytest.mark.parametrize("strategy", ["none", "agenda", "depth"])
-def test_graph_results_are_those_of_sgemm(isa, model, strategy):
+@pytest.mark.parametrize("inputs", [5, 24])    # dW postponed to the pass's end; at once
+def test_graph_results_are_those_of_sgemm(isa, model, strategy, inputs):
     _, W, V, xs = model
+    rng = np.random.default_rng(inputs)
+    xs = xs + [rng.standard_normal(40).astype(np.float32) for _ in range(inputs - len(xs))]
     got = graph_results(W, V, xs, strategy)
     _packed.set_packed_isa("off")
     want = graph_results(W, V, xs, strategy)
