@@ -9,6 +9,7 @@ from autobatch._memory cimport Arena, arena_alloc
 from autobatch._nodes cimport *
 from autobatch._optable cimport *
 from autobatch._kernel_util cimport *
+from autobatch._threads cimport pool_run, pool_threads, split_worthwhile
 
 cdef extern from "_softmax.h" nogil:
     float col_max "ab_col_max" (const float* x, int n)
@@ -124,29 +125,53 @@ cdef void softmax_bwd(Batch* b) noexcept nogil:
 # from the input, which costs less than writing and reading back a softmax as large
 # as the logits (a 10,000-way output layer).
 
-cdef void picknls_fwd(Batch* b) noexcept nogil:
+cdef void picknls_fwd_range(Batch* b, int j0, int j1) noexcept nogil:
     # -log softmax(x)[i] = max + log(sum exp(x - max)) - x[i] per batch element
-    cdef Node* n0 = NODE(b, 0)
     cdef int r = rows(ARG(b, 0, 0)), j, k, xb
     cdef Node* x
     cdef Node* n
     cdef float* xv
     cdef float mx
     cdef double s
-    for j in range(b.n):
+    for j in range(j0, j1):
         n = NODE(b, j)
         x = ARG(b, j, 0)
         xb = 0 if x.bs == 1 else r
-        n.aux = arena_alloc(b.arena, 2 * <size_t>n0.bs)
-        if n.aux == NULL:
-            return
-        for k in range(n0.bs):
+        for k in range(n.bs):
             xv = x.val + k * xb
             mx = col_max(xv, r)
             s = col_sum_exp(NULL, xv, r, mx)
             n.aux[2 * k] = mx
             n.aux[2 * k + 1] = <float>s
             n.val[k] = mx + <float>log(s) - xv[b.ibuf[n.idata + k]]
+
+ctypedef struct NodeRanges:
+    Batch* b
+    int parts
+
+cdef void picknls_fwd_part(void* ctx, int c) noexcept nogil:
+    cdef NodeRanges* g = <NodeRanges*>ctx
+    picknls_fwd_range(g.b, <int>(<long>c * g.b.n // g.parts),
+                      <int>(<long>(c + 1) * g.b.n // g.parts))
+
+cdef void picknls_fwd(Batch* b) noexcept nogil:
+    """The aux of every node first (the arena is not shared between threads), then the
+    columns, as ranges of nodes over the engine's threads when the logits are many
+    (a language model's 10,000-way output layer)."""
+    cdef Node* n0 = NODE(b, 0)
+    cdef float* aux = arena_alloc(b.arena, 2 * <size_t>n0.bs * b.n)
+    cdef int j
+    cdef NodeRanges g
+    if aux == NULL:
+        return
+    for j in range(b.n):
+        NODE(b, j).aux = aux + 2 * <size_t>n0.bs * j
+    if split_worthwhile(b.n, rows(ARG(b, 0, 0)) * n0.bs):
+        g.b = b
+        g.parts = min(pool_threads(), b.n)
+        pool_run(picknls_fwd_part, &g, g.parts)
+    else:
+        picknls_fwd_range(b, 0, b.n)
 
 cdef void picknls_bwd(Batch* b) noexcept nogil:
     # dx += (softmax(x) - onehot(i)) g; first_write: an argument not written yet is

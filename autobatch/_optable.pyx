@@ -55,7 +55,7 @@ cdef int defop(int op, const char* name, int nargs, KernelFn fwd, KernelFn bwd,
     OPS[op].split_fwd = fwd in (unary_fwd, binary_fwd, esum_fwd, concat_fwd, lstm_gates_fwd,
                                 lstm_cell_fwd, lstm_hidden_fwd)
     OPS[op].split_bwd = bwd in (unary_bwd, binary_bwd, no_bwd, esum_bwd, concat_bwd,
-                                lstm_gates_bwd, lstm_cell_bwd, lstm_hidden_bwd)
+                                lstm_gates_bwd, lstm_cell_bwd, lstm_hidden_bwd, picknls_bwd)
     # these backward kernels assign an argument's gradient on its first write
     OPS[op].first_write = (bwd == unary_bwd or bwd == binary_bwd or bwd == matmul_bwd
                            or bwd == affine_bwd or bwd == softmax_bwd or bwd == picknls_bwd

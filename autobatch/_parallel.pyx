@@ -52,8 +52,11 @@ cdef void run_kernel(const OpDef* op, Batch* b, bint backward) noexcept nogil:
     record allows it and the batch is large enough to gain."""
     cdef Split s
     cdef int c
+    # the work of a node: its own elements, or its first argument's where those are
+    # more (a loss over a column of logits)
+    cdef int per_node = max(NODE(b, 0).size, ARG(b, 0, 0).size if NODE(b, 0).nargs else 0)
     if not (op.split_bwd if backward else op.split_fwd) or \
-            not split_worthwhile(b.n, NODE(b, 0).size) or \
+            not split_worthwhile(b.n, per_node) or \
             (backward and not gradients_disjoint(b.nodes, b.args, b.ids, b.n)):
         if backward:
             op.bwd(b)
