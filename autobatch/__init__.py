@@ -84,9 +84,11 @@ from autobatch.blas import blas_info, set_blas_threads, _configure_from_environm
 from autobatch._threads import set_num_threads, get_num_threads
 from autobatch._threads import configure_from_environment as _configure_threads
 from autobatch._packed import configure_from_environment as _configure_packed
+from autobatch._packed import configure_for_blas as _configure_packed_for_blas
 from autobatch.report import show_config, config_info
 
 _configure_from_environment()
 _configure_threads()
 _configure_packed()
+_configure_packed_for_blas(blas_info()["kernel"])
 init()      # DyNet's --dynet-* flags of sys.argv, read at import as DyNet does

@@ -28,10 +28,11 @@ cdef extern from "_gemm_packed.h" nogil:
     void ab_pk_gemm(int mr, char tb, int nc, int M, int N, int K, const float* P,
                     const float* B, int ldb, float beta, float* C, int ldc)
 
-# below this many rows OpenBLAS's small-matrix kernel is faster and more accurate;
-# above this many columns its packing of W is a small share of a call and its
-# blocking for a wide B is better (the language model's output layer, 1,344 columns:
-# 0.97-1.00x on the packed kernel, plus packing 10,000 x 256 twice per step). One
+# below this many rows OpenBLAS's small-matrix kernel is faster and more accurate.
+# Against an OpenBLAS kernel of the same vector width, the kernel wins by not repacking
+# W; above this many columns that packing is a small share of a call and OpenBLAS's
+# blocking for a wide B is better (measured against SkylakeX on an Intel Xeon: the
+# language model's output layer, 1,344 columns, 0.97-1.00x on the packed kernel). One
 # column stays on sgemv, which reads W once: level with the packed kernel when W is
 # reused 64 times in a pass, and 3.8x faster when W is used once (packing it costs more)
 cdef int PACK_MIN_ROWS = 32
@@ -133,7 +134,7 @@ cdef bint packed_gemm(PackCache* c, Profile* prof, char ta, int m, int n, int k,
     this product should: A a weight (the caller's choice), m and n within the limits
     above and a kernel for this processor. False: nothing was done, use sgemm."""
     if c == NULL or MR == 0 or m < PACK_MIN_ROWS or n < PACK_MIN_COLUMNS or \
-            n > PACK_MAX_COLUMNS or k < 1:
+            (n > PACK_MAX_COLUMNS and not unlimited()) or k < 1:
         return False
     cdef const float* P = find_or_pack(c, prof, ta, m, k, A, lda)
     if P == NULL:
@@ -148,9 +149,21 @@ cdef bint packed_gemm(PackCache* c, Profile* prof, char ta, int m, int n, int k,
 # columns by this many rows) stays in L2 while every panel of dY meets it
 cdef int GRAD_CHUNK = 256
 # above this many rows of dW, streaming dY's panels and dW through memory once per block
-# of 384 columns costs more than sgemm's blocking (dW of 10,000 x 256 from 1,344
-# columns: 0.91x sgemm's speed; 4,096 x 256: 1.28x; 256 x 512: 2.0x)
+# of 384 columns costs more than sgemm's blocking of the same vector width (against
+# Haswell's AVX2 sgemm on a Zen 5 the AVX-512 kernel still wins there: see below)
 cdef int GRAD_MAX_ROWS = 4096
+
+# OpenBLAS's kernels (its get_corename) that compute with AVX-512 vectors. Against any
+# other, the AVX-512 kernel does twice the work per instruction, and wins at every
+# size (on a Zen 5 with OpenBLAS's Haswell kernel: 1.8x on the output layer's 10,000 x
+# 256 product over 1,344 columns, 1.5-2.1x over 600-1,300 columns, packing included;
+# dW of 10,000 x 256 from 1,344 columns 1.8x): then the two limits above are lifted.
+AVX512_BLAS_KERNELS = {"skylakex", "cooperlake", "sapphirerapids"}
+cdef bint BLAS_NARROW = False       # OpenBLAS's kernel has no AVX-512 (configure_for_blas)
+
+
+cdef inline bint unlimited() noexcept nogil:
+    return MR == 32 and BLAS_NARROW
 
 
 cdef bint packed_weight_grad(Arena* scratch, Profile* prof, int m, int n, int k,
@@ -161,7 +174,8 @@ cdef bint packed_weight_grad(Arena* scratch, Profile* prof, int m, int n, int k,
     k is every column of the weight's uses, in one stacked product). Faster than
     sgemm's own packing of both operands, and exactly as accurate. False: nothing was
     done (too few rows, no kernel, no memory), use sgemm."""
-    if MR == 0 or m < PACK_MIN_ROWS or m > GRAD_MAX_ROWS or n < 1 or k < 1:
+    if MR == 0 or m < PACK_MIN_ROWS or (m > GRAD_MAX_ROWS and not unlimited()) or \
+            n < 1 or k < 1:
         return False
     cdef float* P = arena_alloc(scratch, ab_pk_floats(m, k, MR))
     if P == NULL:
@@ -200,12 +214,35 @@ def set_packed_isa(name):
     return old
 
 
-def set_packed_limits(int min_rows, int max_columns):
+def set_packed_limits(int min_rows, int max_columns, int grad_max_rows=-1):
     """Products with op(W) of at least `min_rows` rows and at most `max_columns`
-    columns use the packed kernel; returns the old pair. For tests and measurements."""
-    global PACK_MIN_ROWS, PACK_MAX_COLUMNS
-    old = (PACK_MIN_ROWS, PACK_MAX_COLUMNS)
+    columns use the packed kernel, and weight gradients of `min_rows` to
+    `grad_max_rows` rows (-1: unchanged); returns the old triple. For tests and
+    measurements."""
+    global PACK_MIN_ROWS, PACK_MAX_COLUMNS, GRAD_MAX_ROWS
+    old = (PACK_MIN_ROWS, PACK_MAX_COLUMNS, GRAD_MAX_ROWS)
     PACK_MIN_ROWS, PACK_MAX_COLUMNS = min_rows, max_columns
+    if grad_max_rows >= 0:
+        GRAD_MAX_ROWS = grad_max_rows
+    return old
+
+
+def packed_limits():
+    """(min_rows, max_columns, grad_max_rows) in use now; None for a limit that is
+    lifted (the AVX-512 kernel against an OpenBLAS kernel without AVX-512)."""
+    if unlimited():
+        return (PACK_MIN_ROWS, None, None)
+    return (PACK_MIN_ROWS, PACK_MAX_COLUMNS, GRAD_MAX_ROWS)
+
+
+def configure_for_blas(kernel):
+    """Tell the products which OpenBLAS kernel sgemm runs (its core name, e.g.
+    'Haswell'; None when the BLAS is not OpenBLAS or does not say): against one
+    without AVX-512 the AVX-512 kernel's size limits are lifted. Returns the old
+    setting (whether the BLAS was taken to lack AVX-512). At import."""
+    global BLAS_NARROW
+    old = BLAS_NARROW
+    BLAS_NARROW = kernel is not None and kernel.lower() not in AVX512_BLAS_KERNELS
     return old
 
 

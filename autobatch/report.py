@@ -26,7 +26,8 @@ def config_info():
     """The report as a dict: ``version``, ``python``, ``numpy``, ``scipy``, ``blas``
     (``library``, ``kernel``, ``threads``: see ``autobatch.blas_info``), ``simd`` (the
     clone of the elementwise loops in use), ``packed_gemm`` (the products' packed-weight
-    kernel: avx512, avx2 or off), ``threads`` (the engine's, see
+    kernel: avx512, avx2 or off), ``packed_unlimited`` (True when it takes products of
+    every size: the AVX-512 kernel beside a BLAS kernel without AVX-512), ``threads`` (the engine's, see
     ``autobatch.set_num_threads``), ``default_strategy``, ``strategies`` and
     ``extras`` (name -> installed version, or None when absent). Nothing optional is
     imported: an extra is looked up, not loaded."""
@@ -35,7 +36,7 @@ def config_info():
 
     import autobatch
     from autobatch._kernels_elementwise import simd_level
-    from autobatch._packed import packed_isa
+    from autobatch._packed import packed_isa, packed_limits
 
     extras = {}
     for module, distribution, _ in EXTRAS:
@@ -50,6 +51,7 @@ def config_info():
         "blas": autobatch.blas_info(),
         "simd": simd_level(),
         "packed_gemm": packed_isa(),
+        "packed_unlimited": packed_limits()[1] is None,
         "threads": autobatch.get_num_threads(),
         "default_strategy": autobatch.default_strategy(),
         "strategies": list(autobatch.available_strategies()),
@@ -71,7 +73,9 @@ def format_config(info=None):
         f"  BLAS threads:     {blas['threads'] if blas['threads'] is not None else 'unknown'}"
         "  (AUTOBATCH_BLAS_THREADS or autobatch.set_blas_threads)",
         f"  elementwise SIMD: {info['simd']}",
-        f"  packed gemm:      {info['packed_gemm']}  (AUTOBATCH_PACKED_GEMM)",
+        f"  packed gemm:      {info['packed_gemm']}"
+        f"{', every size (the BLAS kernel has no AVX-512)' if info.get('packed_unlimited') else ''}"
+        "  (AUTOBATCH_PACKED_GEMM)",
         f"  engine threads:   {info['threads']}  (AUTOBATCH_NUM_THREADS or autobatch.set_num_threads)",
         f"  default strategy: {info['default_strategy']}"
         f"  (registered: {', '.join(info['strategies'])})",

@@ -68,7 +68,15 @@ def test_the_packed_product_is_as_accurate_as_sgemm(isa, m, n, k, ta, beta):
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * np.sqrt(k))
 
 
-def test_small_and_wide_products_stay_on_sgemm(isa):
+@pytest.fixture
+def blas_avx512():
+    """Limits as beside an OpenBLAS kernel of AVX-512 (SkylakeX), whatever this machine's."""
+    old = _packed.configure_for_blas("SkylakeX")
+    yield
+    _packed.configure_for_blas("Haswell" if old else "SkylakeX")
+
+
+def test_small_and_wide_products_stay_on_sgemm(isa, blas_avx512):
     A, B, C = operands("N", 31, 8, 64, seed=1)
     assert not _packed.packed_gemm_for_tests("N", A, B, 0.0, C)
     A, B, C = operands("N", 64, 1, 64, seed=1)          # sgemv
@@ -124,7 +132,7 @@ def test_the_packed_weight_gradient_is_as_accurate_as_sgemm(isa, m, n, k, beta):
     assert err < 4e-7 and err < 10 * err_sgemm + 1e-7, (err, err_sgemm)
 
 
-def test_weight_gradients_of_few_or_very_many_rows_stay_on_sgemm(isa):
+def test_weight_gradients_of_few_or_very_many_rows_stay_on_sgemm(isa, blas_avx512):
     rng = np.random.default_rng(4)
     for m in (31, 4097):
         dY = np.asfortranarray(rng.standard_normal((m, 8), dtype=np.float32))
@@ -152,6 +160,27 @@ def test_a_split_weight_gradient_has_the_one_thread_bits():
     finally:
         dy.set_num_threads(before)
         set_split_thresholds(*old)
+
+
+@needs_kernel
+def test_beside_a_blas_kernel_without_avx512_the_avx512_kernel_takes_every_size(isa):
+    old = _packed.configure_for_blas("Haswell")
+    try:
+        A, B, C = operands("N", 40, 1100, 16, seed=6)
+        want = A.astype(np.float64) @ B
+        assert _packed.packed_gemm_for_tests("N", A, B, 0.0, C) == (isa == "avx512")
+        if isa == "avx512":
+            assert _packed.packed_limits()[1:] == (None, None)
+            np.testing.assert_allclose(C, want, rtol=1e-4, atol=1e-4)
+            dY, X = A[:, :8].copy(order="F"), B[:, :8].copy(order="F")
+            tall = np.asfortranarray(np.tile(dY, (110, 1)))            # 4,400 rows
+            dW = np.zeros((tall.shape[0], X.shape[0]), dtype=np.float32, order="F")
+            assert _packed.packed_weight_grad_for_tests(tall, X, 0.0, dW)
+            np.testing.assert_allclose(dW, tall.astype(np.float64) @ X.T, rtol=1e-4, atol=1e-4)
+        _packed.configure_for_blas(None)          # a BLAS that does not say: the limits
+        assert _packed.packed_limits()[1] == 1024
+    finally:
+        _packed.configure_for_blas("Haswell" if old else "SkylakeX")
 
 
 def test_the_isa_can_be_chosen_and_checked():
