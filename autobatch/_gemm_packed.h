@@ -73,15 +73,15 @@ static inline int ab_pk_kblock(int left) {
 /* C[0:rows, 0:nr] = P[kc] B[0:kc, 0:nr] + beta C; the nr accumulators stay in zmm
  * because nr is a constant in every call (blk512's switch) */
 __attribute__((target("avx512f"), always_inline)) static inline void
-ab_pk_tile512(int nr, int bt, int kc, const float* P, const float* B, int ldb, float* C,
-              int ldc, int rows, float beta) {
+ab_pk_tile512(int nr, int bt, int kc, const float* P, size_t ps, const float* B, int ldb,
+              float* C, int ldc, int rows, float beta) {
     __m512 c0[12], c1[12];
     _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++) {
         c0[j] = _mm512_setzero_ps();
         c1[j] = _mm512_setzero_ps();
     }
     for (int k = 0; k < kc; k++) {
-        __m512 a0 = _mm512_loadu_ps(P + 32 * k), a1 = _mm512_loadu_ps(P + 32 * k + 16);
+        __m512 a0 = _mm512_loadu_ps(P + ps * k), a1 = _mm512_loadu_ps(P + ps * k + 16);
         _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++) {
             __m512 b = _mm512_set1_ps(bt ? B[(size_t)k * ldb + j] : B[(size_t)j * ldb + k]);
             c0[j] = _mm512_fmadd_ps(a0, b, c0[j]);
@@ -103,12 +103,12 @@ ab_pk_tile512(int nr, int bt, int kc, const float* P, const float* B, int ldb, f
 }
 
 __attribute__((target("avx512f"))) static void
-ab_pk_blk512(int nr, int bt, int kc, const float* P, const float* B, int ldb, float* C,
-             int ldc, int rows, float beta) {
+ab_pk_blk512(int nr, int bt, int kc, const float* P, size_t ps, const float* B, int ldb,
+             float* C, int ldc, int rows, float beta) {
     switch (nr + 16 * bt) {
 #define AB_PK_CASE(n) \
-    case n: ab_pk_tile512(n, 0, kc, P, B, ldb, C, ldc, rows, beta); break; \
-    case n + 16: ab_pk_tile512(n, 1, kc, P, B, ldb, C, ldc, rows, beta); break;
+    case n: ab_pk_tile512(n, 0, kc, P, ps, B, ldb, C, ldc, rows, beta); break; \
+    case n + 16: ab_pk_tile512(n, 1, kc, P, ps, B, ldb, C, ldc, rows, beta); break;
     AB_PK_CASE(1) AB_PK_CASE(2) AB_PK_CASE(3) AB_PK_CASE(4) AB_PK_CASE(5) AB_PK_CASE(6)
     AB_PK_CASE(7) AB_PK_CASE(8) AB_PK_CASE(9) AB_PK_CASE(10) AB_PK_CASE(11) AB_PK_CASE(12)
 #undef AB_PK_CASE
@@ -117,15 +117,15 @@ ab_pk_blk512(int nr, int bt, int kc, const float* P, const float* B, int ldb, fl
 
 /* AVX2 + FMA: two ymm of rows times 6 columns: 12 accumulators, 2 of A, 1 broadcast */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-ab_pk_tile256(int nr, int bt, int kc, const float* P, const float* B, int ldb, float* C,
-              int ldc, int rows, float beta) {
+ab_pk_tile256(int nr, int bt, int kc, const float* P, size_t ps, const float* B, int ldb,
+              float* C, int ldc, int rows, float beta) {
     __m256 c0[6], c1[6];
     _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++) {
         c0[j] = _mm256_setzero_ps();
         c1[j] = _mm256_setzero_ps();
     }
     for (int k = 0; k < kc; k++) {
-        __m256 a0 = _mm256_loadu_ps(P + 16 * k), a1 = _mm256_loadu_ps(P + 16 * k + 8);
+        __m256 a0 = _mm256_loadu_ps(P + ps * k), a1 = _mm256_loadu_ps(P + ps * k + 8);
         _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++) {
             __m256 b = _mm256_broadcast_ss(bt ? B + (size_t)k * ldb + j : B + (size_t)j * ldb + k);
             c0[j] = _mm256_fmadd_ps(a0, b, c0[j]);
@@ -150,27 +150,30 @@ ab_pk_tile256(int nr, int bt, int kc, const float* P, const float* B, int ldb, f
 }
 
 __attribute__((target("avx2,fma"))) static void
-ab_pk_blk256(int nr, int bt, int kc, const float* P, const float* B, int ldb, float* C,
-             int ldc, int rows, float beta) {
+ab_pk_blk256(int nr, int bt, int kc, const float* P, size_t ps, const float* B, int ldb,
+             float* C, int ldc, int rows, float beta) {
     switch (nr + 8 * bt) {
 #define AB_PK_CASE(n) \
-    case n: ab_pk_tile256(n, 0, kc, P, B, ldb, C, ldc, rows, beta); break; \
-    case n + 8: ab_pk_tile256(n, 1, kc, P, B, ldb, C, ldc, rows, beta); break;
+    case n: ab_pk_tile256(n, 0, kc, P, ps, B, ldb, C, ldc, rows, beta); break; \
+    case n + 8: ab_pk_tile256(n, 1, kc, P, ps, B, ldb, C, ldc, rows, beta); break;
     AB_PK_CASE(1) AB_PK_CASE(2) AB_PK_CASE(3) AB_PK_CASE(4) AB_PK_CASE(5) AB_PK_CASE(6)
 #undef AB_PK_CASE
     }
 }
 #endif
 
-/* C = op(A) op(B) + beta C with op(A) packed for panels of mr rows (32 or 16), op(B)
- * = B (tb 'N') or B^T ('T'). K blocks outermost, so a panel's block stays in L1 while
+/* C = op(A) op(B) + beta C with op(A) packed for panels of mr rows (32 or 16) (lda 0),
+ * or A itself, column-major with leading dimension lda, when M is a multiple of mr (its
+ * columns' runs of mr rows are the panels, read in place); op(B) = B (tb 'N') or B^T
+ * ('T'). K blocks outermost, so a panel's block stays in L1 while
  * it meets every column of B; within a K block, columns in chunks of nc (0: all), so
  * that a wide B's block stays in L2 while every panel meets it. Neither loop changes
  * the order in which an element of C sums its products. */
-static void ab_pk_gemm(int mr, char tb, int nc, int M, int N, int K, const float* P,
+static void ab_pk_gemm(int mr, char tb, int nc, int M, int N, int K, const float* P, int lda,
                        const float* B, int ldb, float beta, float* C, int ldc) {
 #ifdef AB_PK_SIMD
     int nr_max = mr == 32 ? 12 : 6, bt = tb == 'T';
+    size_t ps = lda ? (size_t)lda : (size_t)mr;      /* from one k to the next in a panel */
     if (nc <= 0 || nc > N) nc = N;
     for (int k0 = 0, kc; k0 < K; k0 += kc) {
         kc = ab_pk_kblock(K - k0);
@@ -178,14 +181,15 @@ static void ab_pk_gemm(int mr, char tb, int nc, int M, int N, int K, const float
         for (int j0 = 0; j0 < N; j0 += nc) {
             int j1 = N - j0 < nc ? N : j0 + nc;
             for (int p = 0; p * mr < M; p++) {
-                const float* pp = P + (size_t)p * mr * K + (size_t)k0 * mr;
+                const float* pp = lda ? P + (size_t)p * mr + (size_t)k0 * lda
+                                      : P + (size_t)p * mr * K + (size_t)k0 * mr;
                 int rows = M - p * mr < mr ? M - p * mr : mr;
                 for (int j = j0; j < j1; j += nr_max) {
                     int nr = j1 - j < nr_max ? j1 - j : nr_max;
                     const float* b = bt ? B + (size_t)k0 * ldb + j : B + (size_t)j * ldb + k0;
                     float* c = C + (size_t)j * ldc + (size_t)p * mr;
-                    if (mr == 32) ab_pk_blk512(nr, bt, kc, pp, b, ldb, c, ldc, rows, bk);
-                    else ab_pk_blk256(nr, bt, kc, pp, b, ldb, c, ldc, rows, bk);
+                    if (mr == 32) ab_pk_blk512(nr, bt, kc, pp, ps, b, ldb, c, ldc, rows, bk);
+                    else ab_pk_blk256(nr, bt, kc, pp, ps, b, ldb, c, ldc, rows, bk);
                 }
             }
         }

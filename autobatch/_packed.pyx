@@ -25,7 +25,7 @@ cdef extern from "_gemm_packed.h" nogil:
     int ab_pk_best_mr()
     size_t ab_pk_floats(int M, int K, int mr)
     void ab_pk_pack(char ta, int M, int K, const float* A, int lda, float* P, int mr)
-    void ab_pk_gemm(int mr, char tb, int nc, int M, int N, int K, const float* P,
+    void ab_pk_gemm(int mr, char tb, int nc, int M, int N, int K, const float* P, int lda,
                     const float* B, int ldb, float beta, float* C, int ldc)
 
 # below this many rows OpenBLAS's small-matrix kernel is faster and more accurate.
@@ -86,6 +86,7 @@ ctypedef struct PackedJob:
     int mr, m, n, k, ldb, ldc
     char tb                 # B as stored ('N') or transposed ('T')
     int nc                  # columns per chunk (ab_pk_gemm; 0: all)
+    int lda                 # 0: P is packed; else A in place, column-major (ab_pk_gemm)
     const float* P
     const float* B
     float beta
@@ -99,15 +100,16 @@ cdef void packed_block(void* ctx, int c) noexcept nogil:
     cdef int at = c * g.block
     cdef int size = min(g.block, (g.m if g.split_rows else g.n) - at)
     if g.split_rows:        # at is a multiple of mr: panels at / mr ..
-        ab_pk_gemm(g.mr, g.tb, g.nc, size, g.n, g.k, g.P + <size_t>at * g.k, g.B, g.ldb,
+        ab_pk_gemm(g.mr, g.tb, g.nc, size, g.n, g.k,
+                   g.P + (at if g.lda else <size_t>at * g.k), g.lda, g.B, g.ldb,
                    g.beta, g.C + at, g.ldc)
     else:
-        ab_pk_gemm(g.mr, g.tb, g.nc, g.m, size, g.k, g.P,
+        ab_pk_gemm(g.mr, g.tb, g.nc, g.m, size, g.k, g.P, g.lda,
                    g.B + (at if g.tb == b'T' else <size_t>at * g.ldb), g.ldb, g.beta,
                    g.C + <size_t>at * g.ldc, g.ldc)
 
 
-cdef void run_packed(int mr, char tb, int nc, int m, int n, int k, const float* P,
+cdef void run_packed(int mr, char tb, int nc, int m, int n, int k, const float* P, int lda,
                      const float* B, int ldb, float beta, float* C, int ldc) noexcept nogil:
     """The kernel, in blocks over the engine's threads when the product is large. Each
     column sums over all of k in the same order whatever the blocks: the numbers are
@@ -115,14 +117,14 @@ cdef void run_packed(int mr, char tb, int nc, int m, int n, int k, const float* 
     cdef PackedJob g
     cdef int threads = pool_threads(), along, unit
     if not gemm_split_worthwhile(m, n, k):
-        ab_pk_gemm(mr, tb, nc, m, n, k, P, B, ldb, beta, C, ldc)
+        ab_pk_gemm(mr, tb, nc, m, n, k, P, lda, B, ldb, beta, C, ldc)
         return
-    g = PackedJob(mr, m, n, k, ldb, ldc, tb, nc, P, B, beta, C, m > n, 0)
+    g = PackedJob(mr, m, n, k, ldb, ldc, tb, nc, lda, P, B, beta, C, m > n, 0)
     along = m if g.split_rows else n
     unit = mr if g.split_rows else (12 if mr == 32 else 6)   # panels, register tiles
     g.block = ((along + threads - 1) // threads + unit - 1) // unit * unit
     if g.block >= along:
-        ab_pk_gemm(mr, tb, nc, m, n, k, P, B, ldb, beta, C, ldc)
+        ab_pk_gemm(mr, tb, nc, m, n, k, P, lda, B, ldb, beta, C, ldc)
         return
     pool_run(packed_block, &g, (along + g.block - 1) // g.block)
 
@@ -140,7 +142,7 @@ cdef bint packed_gemm(PackCache* c, Profile* prof, char ta, int m, int n, int k,
     if P == NULL:
         return False
     cdef double t0 = prof_start(prof)
-    run_packed(MR, b'N', 0, m, n, k, P, B, ldb, beta, C, ldc)
+    run_packed(MR, b'N', 0, m, n, k, P, 0, B, ldb, beta, C, ldc)
     prof_stop(prof, P_GEMM, t0)
     return True
 
@@ -170,22 +172,31 @@ cdef bint packed_weight_grad(Arena* scratch, Profile* prof, int m, int n, int k,
                              const float* dY, const float* X, float beta,
                              float* dW) noexcept nogil:
     """dW (m x n) = dY (m x k) X^T (X: n x k) + beta dW, all column-major and
-    contiguous, with dY packed into scratch for this one product (it is not reused:
-    k is every column of the weight's uses, in one stacked product). Faster than
-    sgemm's own packing of both operands, and exactly as accurate. False: nothing was
-    done (too few rows, no kernel, no memory), use sgemm."""
+    contiguous. dY's full panels are read in place (a panel is a run of rows of every
+    column); only its last rows, when m is not a multiple of the panel height, are
+    packed into scratch. (dY is not reused: k is every column of the weight's uses, in
+    one stacked product.) Faster than sgemm, which packs both operands, and exactly
+    as accurate. False: nothing was done (too few rows, no kernel, no memory), use
+    sgemm."""
     if MR == 0 or m < PACK_MIN_ROWS or (m > GRAD_MAX_ROWS and not unlimited()) or \
             n < 1 or k < 1:
         return False
-    cdef float* P = arena_alloc(scratch, ab_pk_floats(m, k, MR))
-    if P == NULL:
-        scratch.failed = False
-        return False
-    cdef double t0 = prof_start(prof)
-    ab_pk_pack(b'N', m, k, dY, m, P, MR)
-    prof_stop(prof, P_GATHER, t0)
+    cdef int full = m - m % MR, tail = m % MR
+    cdef float* P = NULL
+    cdef double t0
+    if tail:                # the last rows, fewer than a panel: packed (zero-padded)
+        P = arena_alloc(scratch, ab_pk_floats(tail, k, MR))
+        if P == NULL:
+            scratch.failed = False
+            return False
+        t0 = prof_start(prof)
+        ab_pk_pack(b'N', tail, k, dY + full, m, P, MR)
+        prof_stop(prof, P_GATHER, t0)
     t0 = prof_start(prof)
-    run_packed(MR, b'T', GRAD_CHUNK, m, n, k, P, X, n, beta, dW, m)
+    if full:                # dY's columns hold these panels as they are: read in place
+        run_packed(MR, b'T', GRAD_CHUNK, full, n, k, dY, m, X, n, beta, dW, m)
+    if tail:
+        run_packed(MR, b'T', GRAD_CHUNK, tail, n, k, P, 0, X, n, beta, dW + full, m)
     prof_stop(prof, P_GEMM, t0)
     return True
 
