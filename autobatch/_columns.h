@@ -18,11 +18,12 @@ AB_LOOP static void ab_repeat_col(float* restrict y, const float* restrict x, in
             y[c * (long)n + i] = x[i];
 }
 
-/* db[i] = (set) or += the sum over c of dy[c n + i]. Added column after column, as
- * one column at a time would (the same numbers, bit for bit), but eight columns per
- * pass, so db is read and written once per eight columns instead of once each. */
-AB_LOOP static void ab_sum_cols(float* restrict db, const float* restrict dy, int n, long ncols,
-                                int set) {
+/* db[i] = (set) or += the sum over c of dy[c ld + i], i < n (ld >= n: a range of rows
+ * of columns of ld). Added column after column, as one column at a time would (the
+ * same numbers, bit for bit), but eight columns per pass, so db is read and written
+ * once per eight columns instead of once each. */
+AB_LOOP static void ab_sum_cols(float* restrict db, const float* restrict dy, int n, long ld,
+                                long ncols, int set) {
     long c = 0;
     if (set && ncols > 0) {
         memcpy(db, dy, (size_t)n * sizeof(float));
@@ -30,7 +31,6 @@ AB_LOOP static void ab_sum_cols(float* restrict db, const float* restrict dy, in
     } else if (set) {
         memset(db, 0, (size_t)n * sizeof(float));
     }
-    const long ld = n;
     for (; c + 8 <= ncols; c += 8) {
         const float* restrict d = dy + c * ld;
         for (int i = 0; i < n; i++)

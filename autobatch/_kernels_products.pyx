@@ -11,6 +11,7 @@ from autobatch._optable cimport *
 from autobatch._kernel_util cimport *
 from autobatch._packed cimport packed_gemm, packed_weight_grad
 from autobatch._profile cimport Profile, P_GEMM, P_GATHER, prof_start, prof_stop
+from autobatch._threads cimport pool_run, pool_threads, split_worthwhile
 
 cdef inline void tgemm(Profile* prof, char ta, char tb, int m, int n, int k, float alpha,
                        float* A, int lda, float* B, int ldb, float beta,
@@ -204,7 +205,48 @@ cdef void matmul_bwd(Batch* b) noexcept nogil:
 
 cdef extern from "_columns.h" nogil:
     void repeat_col "ab_repeat_col" (float* y, const float* x, int n, long ncols)
-    void sum_cols "ab_sum_cols" (float* db, const float* dy, int n, long ncols, int set)
+    void sum_cols "ab_sum_cols" (float* db, const float* dy, int n, long ld, long ncols,
+                                 int set)
+
+# A shared bias over a batch's block of columns on the engine's threads: repeated into
+# ranges of the columns (forward), summed over all columns for ranges of its rows
+# (backward: each element sums its columns in the one-thread order, the same bits).
+ctypedef struct BiasJob:
+    float* y
+    const float* x
+    int n
+    long ncols
+    int parts
+    bint set
+
+cdef void repeat_part(void* ctx, int c) noexcept nogil:
+    cdef BiasJob* g = <BiasJob*>ctx
+    cdef long c0 = g.ncols * c // g.parts, c1 = g.ncols * (c + 1) // g.parts
+    repeat_col(g.y + c0 * g.n, g.x, g.n, c1 - c0)
+
+cdef void sum_part(void* ctx, int c) noexcept nogil:
+    cdef BiasJob* g = <BiasJob*>ctx
+    # rows in multiples of 16 floats, so that every range starts on a vector boundary
+    cdef int per = ((g.n + g.parts - 1) // g.parts + 15) // 16 * 16
+    cdef int i0 = min(g.n, c * per), i1 = min(g.n, (c + 1) * per)
+    if i1 > i0:
+        sum_cols(g.y + i0, g.x + i0, i1 - i0, g.n, g.ncols, g.set)
+
+cdef void repeat_bias(float* y, const float* x, int n, long ncols) noexcept nogil:
+    cdef BiasJob g
+    if not split_worthwhile(<int>min(ncols, <long>1 << 30), n):
+        repeat_col(y, x, n, ncols)
+        return
+    g = BiasJob(y, x, n, ncols, min(pool_threads(), <int>min(ncols, 64)), False)
+    pool_run(repeat_part, &g, g.parts)
+
+cdef void sum_bias(float* db, const float* dy, int n, long ncols, bint set) noexcept nogil:
+    cdef BiasJob g
+    if n < 32 or not split_worthwhile(<int>min(ncols, <long>1 << 30), n):
+        sum_cols(db, dy, n, n, ncols, set)
+        return
+    g = BiasJob(db, dy, n, ncols, min(pool_threads(), (n + 15) // 16), set)
+    pool_run(sum_part, &g, g.parts)
 
 cdef inline Node* shared_bias(Batch* b, float* block) noexcept nogil:
     """The bias when every node of the batch has the same unbatched one and their
@@ -227,7 +269,7 @@ cdef void affine_fwd(Batch* b) noexcept nogil:
     cdef int eb, bstride
     if bias != NULL:
         eb = elems(bias)
-        repeat_col(b.block, bias.val, eb, <long>b.n * n0.bs * (m // eb))
+        repeat_bias(b.block, bias.val, eb, <long>b.n * n0.bs * (m // eb))
     else:
         for j in range(b.n):
             bias = ARG(b, j, 0)
@@ -248,7 +290,7 @@ cdef void bias_bwd(Batch* b) noexcept nogil:
     if bias != NULL:
         eb = elems(bias)
         if bias.flags & F_NEEDS_GRAD:
-            sum_cols(bias.grad, b.block, eb, <long>b.n * n0.bs * (m // eb), grad_fresh(bias))
+            sum_bias(bias.grad, b.block, eb, <long>b.n * n0.bs * (m // eb), grad_fresh(bias))
             grad_mark(bias)
         return
     for j in range(b.n):
@@ -258,7 +300,7 @@ cdef void bias_bwd(Batch* b) noexcept nogil:
         eb = elems(bias)
         bstride = 0 if bias.bs == 1 else eb
         for k in range(n0.bs):      # an unbatched bias: batch element 0 assigns, the rest add
-            sum_cols(bias.grad + k * bstride, NODE(b, j).grad + k * m, eb, m // eb,
+            sum_cols(bias.grad + k * bstride, NODE(b, j).grad + k * m, eb, eb, m // eb,
                      grad_fresh(bias) and (bstride != 0 or k == 0))
         grad_mark(bias)
 

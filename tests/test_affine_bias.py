@@ -112,3 +112,43 @@ def test_backward_through_part_of_a_batch(strategy):
     part.backward()
     np.testing.assert_allclose(b.grad_as_array(), R[0].sum(axis=(1, 2)) + R[2].sum(axis=(1, 2)),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_a_shared_bias_split_over_threads_gives_the_one_thread_bits():
+    """A batch's shared bias on two threads (forced: AUTOBATCH_TEST_SPLIT's thresholds):
+    repeated into ranges of columns, its gradient summed over ranges of its rows;
+    rows 100 (not a multiple of the 16-float ranges), 300 instances."""
+    from autobatch._threads import set_split_thresholds
+    pc = dy.ParameterCollection(seed=1)
+    W, b = pc.add_parameters((100, 8)), pc.add_parameters(100)
+    xs = [rand(10 + i, 8) for i in range(300)]
+    cs = [rand(1000 + i, 100) for i in range(300)]
+
+    def run():
+        dy.renew_cg(strategy="agenda")
+        ys = [dy.affine_transform([b, W, dy.inputVector(x)]) for x in xs]
+        loss = dy.esum([dy.dot_product(dy.inputVector(c), y) for c, y in zip(cs, ys)])
+        loss.forward()          # one batch of 300 products (packed kernel: split exactly)
+        values = np.stack([y.npvalue() for y in ys])
+        loss.backward()
+        grad = b.grad.copy()
+        b.grad[...] = 0
+        W.grad[...] = 0
+        return values, grad
+
+    before = dy.get_num_threads()
+    old = set_split_thresholds(1.0, 1)
+    try:
+        dy.set_num_threads(1)
+        one = run()
+        dy.set_num_threads(2)
+        two = run()
+    finally:
+        dy.set_num_threads(before)
+        set_split_thresholds(*old)
+    from autobatch._packed import packed_isa
+    if packed_isa() != "off":       # a split sgemm may differ in the last bits
+        np.testing.assert_array_equal(two[0], one[0])
+    np.testing.assert_allclose(two[0], one[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(two[1], one[1])     # the bias gradient: sum of the c's
+    np.testing.assert_allclose(one[1], np.sum(cs, axis=0), rtol=1e-5, atol=1e-4)
