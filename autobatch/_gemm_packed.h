@@ -3,8 +3,8 @@
  * Column-major C (M x N) = op(A) (M x K) op(B) (K x N) + beta C, with op(A) = A or A^T
  * packed by ab_pk_pack into panels of MR rows (K groups of MR floats, rows past M
  * zero) and B read in place, column-major K x N (tb 'N') or its transpose N x K
- * (tb 'T': a weight gradient dW += dY X^T, where the packed operand is dY). OpenBLAS repacks A on every call, which at the few
- * columns of a batch is most of its time (benchmarks/packed_gemm.md on branch
+ * (tb 'T': a weight gradient dW += dY X^T, where the panel operand is dY). OpenBLAS
+ * repacks A on every call, which at the few columns of a batch is most of its time (benchmarks/packed_gemm.md on branch
  * gemm-eval). Two kernels, chosen at run time: AVX-512 (MR = 32, a 32 x 12 register
  * tile) and AVX2 + FMA (MR = 16, 16 x 6); MR = 0 means neither (use sgemm).
  *
@@ -70,6 +70,12 @@ static inline int ab_pk_kblock(int left) {
 }
 
 #ifdef AB_PK_SIMD
+/* the two cases of a tile width n in a blk function's switch (nr + 16 bt): B as
+ * stored, B transposed; nr and bt constants in each call keep the tile in registers */
+#define AB_PK_CASES(tile, n) \
+    case n: tile(n, 0, kc, P, ps, B, ldb, C, ldc, rows, beta); break; \
+    case n + 16: tile(n, 1, kc, P, ps, B, ldb, C, ldc, rows, beta); break;
+
 /* C[0:rows, 0:nr] = P[kc] B[0:kc, 0:nr] + beta C; the nr accumulators stay in zmm
  * because nr is a constant in every call (blk512's switch) */
 __attribute__((target("avx512f"), always_inline)) static inline void
@@ -106,9 +112,7 @@ __attribute__((target("avx512f"))) static void
 ab_pk_blk512(int nr, int bt, int kc, const float* P, size_t ps, const float* B, int ldb,
              float* C, int ldc, int rows, float beta) {
     switch (nr + 16 * bt) {
-#define AB_PK_CASE(n) \
-    case n: ab_pk_tile512(n, 0, kc, P, ps, B, ldb, C, ldc, rows, beta); break; \
-    case n + 16: ab_pk_tile512(n, 1, kc, P, ps, B, ldb, C, ldc, rows, beta); break;
+#define AB_PK_CASE(n) AB_PK_CASES(ab_pk_tile512, n)
     AB_PK_CASE(1) AB_PK_CASE(2) AB_PK_CASE(3) AB_PK_CASE(4) AB_PK_CASE(5) AB_PK_CASE(6)
     AB_PK_CASE(7) AB_PK_CASE(8) AB_PK_CASE(9) AB_PK_CASE(10) AB_PK_CASE(11) AB_PK_CASE(12)
 #undef AB_PK_CASE
@@ -152,21 +156,20 @@ ab_pk_tile256(int nr, int bt, int kc, const float* P, size_t ps, const float* B,
 __attribute__((target("avx2,fma"))) static void
 ab_pk_blk256(int nr, int bt, int kc, const float* P, size_t ps, const float* B, int ldb,
              float* C, int ldc, int rows, float beta) {
-    switch (nr + 8 * bt) {
-#define AB_PK_CASE(n) \
-    case n: ab_pk_tile256(n, 0, kc, P, ps, B, ldb, C, ldc, rows, beta); break; \
-    case n + 8: ab_pk_tile256(n, 1, kc, P, ps, B, ldb, C, ldc, rows, beta); break;
+    switch (nr + 16 * bt) {
+#define AB_PK_CASE(n) AB_PK_CASES(ab_pk_tile256, n)
     AB_PK_CASE(1) AB_PK_CASE(2) AB_PK_CASE(3) AB_PK_CASE(4) AB_PK_CASE(5) AB_PK_CASE(6)
 #undef AB_PK_CASE
     }
 }
+#undef AB_PK_CASES
 #endif
 
 /* C = op(A) op(B) + beta C with op(A) packed for panels of mr rows (32 or 16) (lda 0),
  * or A itself, column-major with leading dimension lda, when M is a multiple of mr (its
  * columns' runs of mr rows are the panels, read in place); op(B) = B (tb 'N') or B^T
- * ('T'). K blocks outermost, so a panel's block stays in L1 while
- * it meets every column of B; within a K block, columns in chunks of nc (0: all), so
+ * ('T'). K blocks outermost, so a panel's block stays in L1 while it meets every
+ * column of B; within a K block, columns in chunks of nc (0: all), so
  * that a wide B's block stays in L2 while every panel meets it. Neither loop changes
  * the order in which an element of C sums its products. */
 static void ab_pk_gemm(int mr, char tb, int nc, int M, int N, int K, const float* P, int lda,

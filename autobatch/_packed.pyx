@@ -285,7 +285,8 @@ def packed_gemm_for_tests(str ta, float[::1, :] A, float[::1, :] B, float beta,
 def packed_weight_grad_for_tests(float[::1, :] dY, float[::1, :] X, float beta,
                                  float[::1, :] dW):
     """dW = dY X^T + beta dW on Fortran-ordered float32 arrays through the packed kernel
-    (dY packed, X read transposed in place; split over the threads when large).
+    (dY's whole panels read in place, its last rows packed, X read transposed in
+    place; split over the threads when large).
     Returns False, leaving dW alone, where the engine would use sgemm."""
     cdef int m = dW.shape[0], n = dW.shape[1], k = dY.shape[1]
     if dY.shape[0] != m or X.shape[0] != n or X.shape[1] != k:

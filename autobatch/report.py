@@ -26,9 +26,9 @@ def config_info():
     """The report as a dict: ``version``, ``python``, ``numpy``, ``scipy``, ``blas``
     (``library``, ``kernel``, ``threads``: see ``autobatch.blas_info``), ``simd`` (the
     clone of the elementwise loops in use), ``packed_gemm`` (the products' packed-weight
-    kernel: avx512, avx2 or off), ``packed_unlimited`` (True when it takes products of
-    every size: the AVX-512 kernel beside a BLAS kernel without AVX-512), ``threads`` (the engine's, see
-    ``autobatch.set_num_threads``), ``default_strategy``, ``strategies`` and
+    kernel: avx512, avx2 or off), ``packed_unlimited`` (True when it takes products
+    of every size: the AVX-512 kernel beside a BLAS kernel without AVX-512),
+    ``threads`` (the engine's, see ``autobatch.set_num_threads``), ``default_strategy``, ``strategies`` and
     ``extras`` (name -> installed version, or None when absent). Nothing optional is
     imported: an extra is looked up, not loaded."""
     import numpy
