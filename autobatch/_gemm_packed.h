@@ -136,20 +136,29 @@ ab_pk_tile256(int nr, int bt, int kc, const float* P, size_t ps, const float* B,
             c1[j] = _mm256_fmadd_ps(a1, b, c1[j]);
         }
     }
-    /* masked loads and stores for a last panel of fewer rows (a scalar tail through a
-     * stack array would make GCC keep the accumulators in memory) */
+    /* masked loads and stores only for a last panel of fewer rows (a scalar tail through
+     * a stack array would make GCC keep the accumulators in memory); a full panel uses
+     * plain ones: AMD's vmaskmovps store is microcoded, ~12 cycles each (the kernel
+     * 1.04-1.10x faster on a Zen 3 without it) */
     __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), lane);
     __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(rows - 8), lane);
+    int full = rows >= 16;
     _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++) {
         float* c = C + (size_t)j * ldc;
         if (beta != 0.0f) {
             __m256 bb = _mm256_set1_ps(beta);
-            c0[j] = _mm256_fmadd_ps(bb, _mm256_maskload_ps(c, m0), c0[j]);
-            c1[j] = _mm256_fmadd_ps(bb, _mm256_maskload_ps(c + 8, m1), c1[j]);
+            c0[j] = _mm256_fmadd_ps(bb, full ? _mm256_loadu_ps(c) : _mm256_maskload_ps(c, m0), c0[j]);
+            c1[j] = _mm256_fmadd_ps(bb, full ? _mm256_loadu_ps(c + 8) : _mm256_maskload_ps(c + 8, m1),
+                                    c1[j]);
         }
-        _mm256_maskstore_ps(c, m0, c0[j]);
-        _mm256_maskstore_ps(c + 8, m1, c1[j]);
+        if (full) {
+            _mm256_storeu_ps(c, c0[j]);
+            _mm256_storeu_ps(c + 8, c1[j]);
+        } else {
+            _mm256_maskstore_ps(c, m0, c0[j]);
+            _mm256_maskstore_ps(c + 8, m1, c1[j]);
+        }
     }
 }
 
