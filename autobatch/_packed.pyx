@@ -154,6 +154,11 @@ cdef int GRAD_CHUNK = 256
 # of 384 columns costs more than sgemm's blocking of the same vector width (against
 # Haswell's AVX2 sgemm on a Zen 5 the AVX-512 kernel still wins there: see below)
 cdef int GRAD_MAX_ROWS = 4096
+# the AVX2 kernel (16-row panels) on dW of more than this many elements: slower than an
+# sgemm of the same vector width (OpenBLAS Haswell on a Zen 3: 0.53-0.77x from 128 x 256
+# up, level at 128 x 128, 1.2-1.7x below), since dY's panels read in place and X read
+# transposed both stride through memory and thrash a 32 KB L1; sgemm packs both
+cdef long GRAD_MAX_ELEMS_AVX2 = 16384
 
 # OpenBLAS's kernels (its get_corename) that compute with AVX-512 vectors. Against any
 # other, the AVX-512 kernel does twice the work per instruction, and wins at every
@@ -175,11 +180,11 @@ cdef bint packed_weight_grad(Arena* scratch, Profile* prof, int m, int n, int k,
     contiguous. dY's full panels are read in place (a panel is a run of rows of every
     column); only its last rows, when m is not a multiple of the panel height, are
     packed into scratch. (dY is not reused: k is every column of the weight's uses, in
-    one stacked product.) Faster than sgemm, which packs both operands, and exactly
-    as accurate. False: nothing was done (too few rows, no kernel, no memory), use
-    sgemm."""
+    one stacked product.) Faster than sgemm, which packs both operands, on the
+    shapes it takes, and exactly as accurate. False: nothing was done (too few rows,
+    too large for the AVX2 kernel, no kernel, no memory), use sgemm."""
     if MR == 0 or m < PACK_MIN_ROWS or (m > GRAD_MAX_ROWS and not unlimited()) or \
-            n < 1 or k < 1:
+            (MR == 16 and <long>m * n > GRAD_MAX_ELEMS_AVX2) or n < 1 or k < 1:
         return False
     cdef int full = m - m % MR, tail = m % MR
     cdef float* P = NULL
@@ -225,16 +230,19 @@ def set_packed_isa(name):
     return old
 
 
-def set_packed_limits(int min_rows, int max_columns, int grad_max_rows=-1):
+def set_packed_limits(int min_rows, int max_columns, int grad_max_rows=-1,
+                      long grad_max_elems_avx2=-1):
     """Products with op(W) of at least `min_rows` rows and at most `max_columns`
     columns use the packed kernel, and weight gradients of `min_rows` to
-    `grad_max_rows` rows (-1: unchanged); returns the old triple. For tests and
-    measurements."""
-    global PACK_MIN_ROWS, PACK_MAX_COLUMNS, GRAD_MAX_ROWS
-    old = (PACK_MIN_ROWS, PACK_MAX_COLUMNS, GRAD_MAX_ROWS)
+    `grad_max_rows` rows and, on the AVX2 kernel, at most `grad_max_elems_avx2`
+    elements (-1: unchanged); returns the old four. For tests and measurements."""
+    global PACK_MIN_ROWS, PACK_MAX_COLUMNS, GRAD_MAX_ROWS, GRAD_MAX_ELEMS_AVX2
+    old = (PACK_MIN_ROWS, PACK_MAX_COLUMNS, GRAD_MAX_ROWS, GRAD_MAX_ELEMS_AVX2)
     PACK_MIN_ROWS, PACK_MAX_COLUMNS = min_rows, max_columns
     if grad_max_rows >= 0:
         GRAD_MAX_ROWS = grad_max_rows
+    if grad_max_elems_avx2 >= 0:
+        GRAD_MAX_ELEMS_AVX2 = grad_max_elems_avx2
     return old
 
 

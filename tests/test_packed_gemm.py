@@ -115,10 +115,20 @@ GRAD_SHAPES = [(32, 1, 1), (33, 7, 5), (47, 13, 384), (64, 12, 385), (100, 25, 7
                (256, 300, 64), (79, 6, 1000), (4096, 3, 17), (48, 520, 2050)]
 
 
+@pytest.fixture
+def any_grad_size():
+    """The AVX2 kernel on weight gradients of every size (the engine gives it only
+    small ones), so that both kernels meet every shape."""
+    old = _packed.set_packed_limits(32, 1024)                 # (read back the limits)
+    _packed.set_packed_limits(*old[:3], 1 << 40)
+    yield
+    _packed.set_packed_limits(*old)
+
+
 @needs_kernel
 @pytest.mark.parametrize("m,n,k", GRAD_SHAPES)
 @pytest.mark.parametrize("beta", [0.0, 1.0])
-def test_the_packed_weight_gradient_is_as_accurate_as_sgemm(isa, m, n, k, beta):
+def test_the_packed_weight_gradient_is_as_accurate_as_sgemm(isa, m, n, k, beta, any_grad_size):
     rng = np.random.default_rng(m * 5 + n * 3 + k)
     dY = np.asfortranarray(rng.standard_normal((m, k), dtype=np.float32))
     X = np.asfortranarray(rng.standard_normal((n, k), dtype=np.float32))
@@ -142,8 +152,23 @@ def test_weight_gradients_of_few_or_very_many_rows_stay_on_sgemm(isa, blas_avx51
         assert not C.any()
 
 
+@pytest.mark.skipif("avx2" not in ISAS, reason="no AVX2 on this processor")
+def test_the_avx2_kernel_leaves_large_weight_gradients_to_sgemm():
+    old = _packed.set_packed_isa("avx2")
+    try:
+        rng = np.random.default_rng(6)
+        for n, packed in ((64, True), (65, False)):           # 256 x 64: 16,384 elements
+            dY = np.asfortranarray(rng.standard_normal((256, 40), dtype=np.float32))
+            X = np.asfortranarray(rng.standard_normal((n, 40), dtype=np.float32))
+            dW = np.zeros((256, n), dtype=np.float32, order="F")
+            assert _packed.packed_weight_grad_for_tests(dY, X, 0.0, dW) == packed
+            assert dW.any() == packed
+    finally:
+        _packed.set_packed_isa(old)
+
+
 @needs_kernel
-def test_a_split_weight_gradient_has_the_one_thread_bits():
+def test_a_split_weight_gradient_has_the_one_thread_bits(any_grad_size):
     before = dy.get_num_threads()
     rng = np.random.default_rng(5)
     dY = np.asfortranarray(rng.standard_normal((300, 700), dtype=np.float32))
