@@ -155,8 +155,8 @@ cdef int GRAD_CHUNK = 256
 # Haswell's AVX2 sgemm on a Zen 5 the AVX-512 kernel still wins there: see below)
 cdef int GRAD_MAX_ROWS = 4096
 # the AVX2 kernel (16-row panels) on dW of more than this many elements: slower than an
-# sgemm of the same vector width (OpenBLAS Haswell on a Zen 3: 0.53-0.77x from 128 x 256
-# up, level at 128 x 128, 1.2-1.7x below), since dY's panels read in place and X read
+# sgemm of the same vector width (OpenBLAS Haswell on a Zen 3: 0.53-0.87x from 128 x 256
+# up, level at 128 x 128, up to 1.7x below), since dY's panels read in place and X read
 # transposed both stride through memory and thrash a 32 KB L1; sgemm packs both
 cdef long GRAD_MAX_ELEMS_AVX2 = 16384
 
