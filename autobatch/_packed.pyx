@@ -230,15 +230,19 @@ def set_packed_isa(name):
     return old
 
 
-def set_packed_limits(int min_rows, int max_columns, int grad_max_rows=-1,
+def set_packed_limits(int min_rows=-1, int max_columns=-1, int grad_max_rows=-1,
                       long grad_max_elems_avx2=-1):
     """Products with op(W) of at least `min_rows` rows and at most `max_columns`
     columns use the packed kernel, and weight gradients of `min_rows` to
     `grad_max_rows` rows and, on the AVX2 kernel, at most `grad_max_elems_avx2`
-    elements (-1: unchanged); returns the old four. For tests and measurements."""
+    elements; -1 (the default) leaves a limit unchanged. Returns the old four, which
+    set_packed_limits(*old) restores. For tests and measurements."""
     global PACK_MIN_ROWS, PACK_MAX_COLUMNS, GRAD_MAX_ROWS, GRAD_MAX_ELEMS_AVX2
     old = (PACK_MIN_ROWS, PACK_MAX_COLUMNS, GRAD_MAX_ROWS, GRAD_MAX_ELEMS_AVX2)
-    PACK_MIN_ROWS, PACK_MAX_COLUMNS = min_rows, max_columns
+    if min_rows >= 0:
+        PACK_MIN_ROWS = min_rows
+    if max_columns >= 0:
+        PACK_MAX_COLUMNS = max_columns
     if grad_max_rows >= 0:
         GRAD_MAX_ROWS = grad_max_rows
     if grad_max_elems_avx2 >= 0:

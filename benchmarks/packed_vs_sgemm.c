@@ -30,6 +30,11 @@ int main(int argc, char** argv) {
     int M = atoi(argv[1]), N = atoi(argv[2]), K = atoi(argv[3]), mr = 16;
     char mode = argv[4][0];
     int uses = argc > 5 ? atoi(argv[5]) : 1;
+    if (M < 1 || N < 1 || K < 1 || uses < 1 || (mode != 'F' && mode != 'T') ||
+        (mode == 'T' && M % mr)) {          /* T reads dY's panels in place: whole ones */
+        fprintf(stderr, "sizes must be positive, the mode F or T, and M a multiple of %d for T\n", mr);
+        return 2;
+    }
     /* F: A is W (M x K), B is X (K x N); T: A is dY (M x K), B is X (N x K) */
     float* A = malloc(sizeof(float) * M * K);
     float* B = malloc(sizeof(float) * K * N);

@@ -119,8 +119,7 @@ GRAD_SHAPES = [(32, 1, 1), (33, 7, 5), (47, 13, 384), (64, 12, 385), (100, 25, 7
 def any_grad_size():
     """The AVX2 kernel on weight gradients of every size (the engine gives it only
     small ones), so that both kernels meet every shape."""
-    old = _packed.set_packed_limits(32, 1024)                 # (read back the limits)
-    _packed.set_packed_limits(*old[:3], 1 << 40)
+    old = _packed.set_packed_limits(grad_max_elems_avx2=1 << 40)
     yield
     _packed.set_packed_limits(*old)
 
