@@ -3,20 +3,22 @@
 # NULL from arena_alloc, returns early, and the caller raises (arena_check).
 from libc.stdint cimport int64_t
 
-# chunks are never moved, so pointers stay valid until reset
+# chunks are never moved, so pointers stay valid until reset; a reset keeps them all
+# (their pages stay mapped) and allocation starts again from the first
 ctypedef struct Arena:
     char** chunks
     size_t* caps
-    int nchunks
+    int nchunks         # chunks held
     int maxchunks
-    size_t used         # bytes used in the last chunk
+    int cur             # the chunk allocations come from (nchunks: none yet)
+    size_t used         # bytes used in chunk cur
     size_t total        # bytes handed out since reset (peak tracking)
     size_t peak
     bint failed         # an allocation failed since the last arena_check
 
 # where an arena stood (cg_checkpoint), to give back what was allocated since
 ctypedef struct ArenaMark:
-    int nchunks
+    int cur
     size_t used
     size_t total
 

@@ -14,37 +14,53 @@ cdef float* arena_alloc(Arena* a, size_t nfloats) noexcept nogil:
         a.failed = True
         return NULL
     cdef size_t nbytes = ((nfloats * sizeof(float) + 63) // 64) * 64
-    cdef size_t cap
-    cdef void* q
     if nbytes == 0:
         nbytes = 64
-    if a.nchunks == 0 or a.used + nbytes > a.caps[a.nchunks - 1]:
-        cap = CHUNK_MIN
-        if a.nchunks > 0 and 2 * a.caps[a.nchunks - 1] > cap:
-            cap = 2 * a.caps[a.nchunks - 1]
-        if nbytes > cap:
-            cap = nbytes
-        if a.nchunks == a.maxchunks:
-            if not _grow_chunk_list(a):
-                a.failed = True
-                return NULL
-        q = realloc(NULL, cap)
-        if q == NULL and cap > nbytes:      # try without the doubling headroom
-            cap = nbytes
-            q = realloc(NULL, cap)
-        if q == NULL:
+    if a.cur >= a.nchunks or a.used + nbytes > a.caps[a.cur]:
+        if not _next_chunk(a, nbytes):
             a.failed = True
             return NULL
-        a.chunks[a.nchunks] = <char*>q
-        a.caps[a.nchunks] = cap
-        a.nchunks += 1
-        a.used = 0
-    cdef char* p = a.chunks[a.nchunks - 1] + a.used
+    cdef char* p = a.chunks[a.cur] + a.used
     a.used += nbytes
     a.total += nbytes
     if a.total > a.peak:
         a.peak = a.total
     return <float*>p
+
+
+cdef bint _next_chunk(Arena* a, size_t nbytes) noexcept nogil:
+    """Move on to the next held chunk with room for nbytes, or to a new one (twice
+    the last, at least nbytes); False if the memory cannot be had."""
+    cdef int j = a.cur + 1 if a.cur < a.nchunks else a.nchunks
+    while j < a.nchunks and a.caps[j] < nbytes:
+        j += 1
+    if j == a.nchunks:
+        if not _add_chunk(a, nbytes):
+            return False
+    a.cur = j
+    a.used = 0
+    return True
+
+
+cdef bint _add_chunk(Arena* a, size_t nbytes) noexcept nogil:
+    cdef size_t cap = CHUNK_MIN
+    cdef void* q
+    if a.nchunks > 0 and 2 * a.caps[a.nchunks - 1] > cap:
+        cap = 2 * a.caps[a.nchunks - 1]
+    if nbytes > cap:
+        cap = nbytes
+    if a.nchunks == a.maxchunks and not _grow_chunk_list(a):
+        return False
+    q = realloc(NULL, cap)
+    if q == NULL and cap > nbytes:      # try without the doubling headroom
+        cap = nbytes
+        q = realloc(NULL, cap)
+    if q == NULL:
+        return False
+    a.chunks[a.nchunks] = <char*>q
+    a.caps[a.nchunks] = cap
+    a.nchunks += 1
+    return True
 
 
 cdef bint _grow_chunk_list(Arena* a) noexcept nogil:
@@ -78,23 +94,11 @@ cdef int arena_check(Arena* a) except -1:
 
 
 cdef void arena_reset(Arena* a) noexcept nogil:
-    """Forget every allocation; merge chunks so that the next round fits in one (if
-    that much memory cannot be had in one piece, keep the chunks as they are)."""
-    cdef size_t total = 0
-    cdef int i
-    cdef char* merged
-    if a.nchunks > 1:
-        for i in range(a.nchunks):
-            total += a.caps[i]
-        for i in range(a.nchunks):
-            free(a.chunks[i])
-        merged = <char*>realloc(NULL, total)
-        if merged != NULL:
-            a.chunks[0] = merged
-            a.caps[0] = total
-            a.nchunks = 1
-        else:
-            a.nchunks = 0
+    """Forget every allocation. The chunks are kept and filled again from the first:
+    their pages stay mapped, where freeing them (or merging them into a new block)
+    would fault every page in again on first touch (~2 us a page on a VM: tens of ms
+    in the steps after the first)."""
+    a.cur = 0
     a.used = 0
     a.total = 0
     a.peak = 0
@@ -103,7 +107,7 @@ cdef void arena_reset(Arena* a) noexcept nogil:
 
 cdef ArenaMark arena_mark(const Arena* a) noexcept nogil:
     cdef ArenaMark m
-    m.nchunks = a.nchunks
+    m.cur = a.cur
     m.used = a.used
     m.total = a.total
     return m
@@ -111,11 +115,8 @@ cdef ArenaMark arena_mark(const Arena* a) noexcept nogil:
 
 cdef void arena_revert(Arena* a, ArenaMark m) noexcept nogil:
     """Give back everything allocated since mark m (the arena was not reset since):
-    chunks added since are freed, the last chunk is bumped back."""
-    cdef int i
-    for i in range(m.nchunks, a.nchunks):
-        free(a.chunks[i])
-    a.nchunks = m.nchunks
+    allocation resumes where it stood; chunks added since are kept for reuse."""
+    a.cur = m.cur
     a.used = m.used
     a.total = m.total
 
