@@ -7,7 +7,8 @@ from autobatch._scheduler cimport Sched
 
 cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batch* ctx,
                        int32_t target, bint full, bint defer_weights,
-                       int64_t* fused_chains) except -1
+                       bint share_weights, int64_t* fused_chains,
+                       int64_t* shared_weight_grads) except -1
 
 # A trainable lookup node (lookup, lookup_batch, or a whole table as a parameter
 # expression) and its table's used-row flags, which a backward from a node at or after

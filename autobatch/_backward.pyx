@@ -28,12 +28,15 @@ cdef const OpDef* OPS = op_table()
 
 cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batch* ctx,
                        int32_t target, bint full, bint defer_weights,
-                       int64_t* fused_chains) except -1:
+                       bint share_weights, int64_t* fused_chains,
+                       int64_t* shared_weight_grads) except -1:
     """Accumulate d(target)/d(parameter) into the parameters' gradients (target is a
     computed scalar per batch element). full: keep the gradient of every ancestor,
     inputs and constants included. defer_weights: postpone weight gradients to the
     end so that the terms of one weight become one gemm (not for 'none', the
-    unbatched reference). fused_chains: += the chains whose stages ran as one pass."""
+    unbatched reference). share_weights: weights whose postponed terms read the same
+    X's share one gemm (flush_weight_grads). fused_chains: += the chains whose stages
+    ran as one pass; shared_weight_grads: += the weights whose gradient was shared."""
     arena_reset(ctx.scratch)
     cdef int64_t nanc = sched_collect(work, v, target, True)
     cdef double t0 = prof_start(ctx.prof)
@@ -56,6 +59,8 @@ cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batc
     cdef WeightGrads defer           # room for one postponed weight gradient per product term
     defer.n = 0
     defer.cap = <int>cap
+    defer.share = share_weights
+    defer.shared = 0
     defer.items = <WeightGrad*>malloc(cap * sizeof(WeightGrad))
     if sub == NULL or defer.items == NULL:
         free(sub)
@@ -67,6 +72,7 @@ cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batc
     try:
         fused_chains[0] += run_in_reverse(v, log, work, ctx, sub, &defer)
         arena_check(ctx.scratch)
+        shared_weight_grads[0] += defer.shared
     finally:
         free(defer.items)
         free(sub)

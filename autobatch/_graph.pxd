@@ -77,6 +77,7 @@ cdef class ComputationGraph:
     cdef public int n_forward_calls, n_backward_calls
     """How many forward and backward passes ran in this graph."""
     cdef int64_t n_backward_chains      # fused chains whose backward ran as one pass
+    cdef int64_t n_shared_weight_grads  # weights whose dW came from a product shared with others
 
     cdef void _clear(self)
     cdef int _forward(self, const int32_t* targets, int64_t n_targets) except -1

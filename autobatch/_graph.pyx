@@ -93,6 +93,7 @@ cdef class ComputationGraph:
         memset(&self.prof, 0, sizeof(Profile))
         memset(&self.traffic, 0, sizeof(Traffic))
         self.n_backward_chains = 0
+        self.n_shared_weight_grads = 0
 
     cdef start(self, strategy, int version, uint64_t seed, bint immediate_compute=False,
                bint check_validity=False, bint fusion=True):
@@ -345,7 +346,8 @@ cdef class ComputationGraph:
         packs_begin(&self.packs)
         try:
             backward_pass(&v, &self.log, &self.sched, &ctx, target, full,
-                          self.strategy_id != S_NONE, &self.n_backward_chains)
+                          self.strategy_id != S_NONE, self.fusion, &self.n_backward_chains,
+                          &self.n_shared_weight_grads)
             mark_used_rows(&v, self.marks, self.n_marks, target)
         finally:
             self.busy = False
@@ -414,6 +416,7 @@ cdef class ComputationGraph:
         out.update(batch_stats(&v, &self.log, &self.sigs, self.strategy_id == S_NONE))
         out["fused"] = fusion_stats(&v, &self.log)
         out["fused"]["backward_chains"] = int(self.n_backward_chains)
+        out["fused"]["shared_weight_grads"] = int(self.n_shared_weight_grads)
         out.update({
             "forward_calls": self.n_forward_calls,
             "backward_calls": self.n_backward_calls,

@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Matrix products: W (shared by identity) times the stacked other arguments of a batch
-as one gemm; weight gradients of a backward postponed and summed per weight."""
-from libc.stdlib cimport qsort
+as one gemm; weight gradients of a backward postponed and summed per weight, one
+product for the weights that read the same inputs."""
+from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memcpy, memset
 
@@ -112,7 +113,7 @@ cdef void product_bwd(Batch* b, int w_arg, int x_arg, float* X) noexcept nogil:
                     return
             if w.op == OP_PARAM and b.defer != NULL and b.defer.n < b.defer.cap and \
                     (r * k >= DEFER_MIN_WEIGHT or M <= DEFER_MAX_COLUMNS):
-                b.defer.items[b.defer.n] = WeightGrad(w.grad, dY, X, r, k, M)
+                b.defer.items[b.defer.n] = WeightGrad(w.grad, dY, X, r, k, M, b.defer.n)
                 b.defer.n += 1
             else:           # W written for the first time: beta = 0
                 weight_grad_gemm(b.scratch, b.prof, r, k, M, dY, X,
@@ -155,45 +156,133 @@ cdef int DEFER_MIN_WEIGHT = 131072      # elements of dW (512 KB)
 cdef int DEFER_MAX_COLUMNS = 16
 
 cdef int cmp_weight_grad(const void* a, const void* b) noexcept nogil:
-    cdef float* x = (<WeightGrad*>a).dW
-    cdef float* y = (<WeightGrad*>b).dW
-    return -1 if x < y else (1 if x > y else 0)
+    # by weight, then in the order postponed: a weight's sum does not depend on where
+    # memory happens to lie, and weights whose products ran side by side (the gates
+    # of a cell) list their shared X's in one order
+    cdef const WeightGrad* x = <const WeightGrad*>a
+    cdef const WeightGrad* y = <const WeightGrad*>b
+    if x.dW != y.dW:
+        return -1 if x.dW < y.dW else 1
+    return x.seq - y.seq
+
+cdef bint same_operands(const WeightGrads* d, int i0, int i1, int j0, int j1) noexcept nogil:
+    """Whether the terms [i0, i1) and [j0, j1) of two weights read the same X's."""
+    cdef int e
+    if i1 - i0 != j1 - j0 or d.items[i0].k != d.items[j0].k:
+        return False
+    for e in range(i1 - i0):
+        if d.items[i0 + e].X != d.items[j0 + e].X or d.items[i0 + e].m != d.items[j0 + e].m:
+            return False
+    return True
+
+cdef bint flush_shared(WeightGrads* d, const int* at, const int* group, int ng,
+                       Arena* scratch, Profile* prof) noexcept nogil:
+    """The weights group[0..ng) read the same X's (the gates of a cell, each W_g x with
+    the same x): their dY's stacked row-wise make one product [dY_1; ..; dY_ng] X^T,
+    which reads and packs X once instead of once per weight; each weight then adds its
+    rows. False (nothing done) if scratch memory is short."""
+    cdef int i0 = at[group[0]], i1 = at[group[0] + 1], nt = i1 - i0
+    cdef int k = d.items[i0].k, R = 0, total = 0, g, e, c, row, col, w
+    cdef WeightGrad* t
+    for g in range(ng):
+        R += d.items[at[group[g]]].r
+    for e in range(i0, i1):
+        total += d.items[e].m
+    cdef float* X = d.items[i0].X if nt == 1 else arena_alloc(scratch, <size_t>k * total)
+    cdef float* dY = arena_alloc(scratch, <size_t>R * total)
+    cdef float* C = arena_alloc(scratch, <size_t>R * k)
+    if X == NULL or dY == NULL or C == NULL:
+        scratch.failed = False
+        return False
+    cdef double t0 = prof_start(prof)
+    col = 0
+    for e in range(nt):                 # term e: columns col .. col + m of every operand
+        if nt > 1:
+            memcpy(X + <size_t>col * k, d.items[i0 + e].X,
+                   <size_t>d.items[i0 + e].m * k * sizeof(float))
+        row = 0
+        for g in range(ng):
+            t = &d.items[at[group[g]] + e]
+            for c in range(t.m):
+                memcpy(dY + (<size_t>(col + c) * R + row), t.dY + <size_t>c * t.r,
+                       t.r * sizeof(float))
+            row += t.r
+        col += d.items[i0 + e].m
+    prof_stop(prof, P_GATHER, t0)
+    weight_grad_gemm(scratch, prof, R, k, total, dY, X, 0.0, C)
+    row = 0
+    for g in range(ng):
+        t = &d.items[at[group[g]]]
+        for c in range(k):
+            add_column(t.dW + <size_t>c * t.r, C + (<size_t>c * R + row), t.r)
+        row += t.r
+    return True
+
+cdef inline void add_column(float* y, const float* x, int n) noexcept nogil:
+    cdef int i
+    for i in range(n):
+        y[i] += x[i]
+
+cdef void flush_weight(WeightGrads* d, int i, int j, Arena* scratch, Profile* prof) noexcept nogil:
+    """The terms [i, j) of one weight: their columns stacked (column-major blocks
+    simply follow each other) and summed by one gemm."""
+    cdef WeightGrad* w = &d.items[i]
+    cdef int e, total = 0, at = 0
+    cdef float* dY = NULL
+    cdef float* X = NULL
+    cdef double t0
+    for e in range(i, j):
+        total += d.items[e].m
+    if j > i + 1:
+        dY = arena_alloc(scratch, <size_t>w.r * total)
+        X = arena_alloc(scratch, <size_t>w.k * total)
+    if X == NULL or dY == NULL:     # one term, or no memory to stack them: a gemm each
+        scratch.failed = False
+        for e in range(i, j):
+            weight_grad_gemm(scratch, prof, w.r, w.k, d.items[e].m, d.items[e].dY,
+                             d.items[e].X, 1.0, w.dW)
+        return
+    t0 = prof_start(prof)
+    for e in range(i, j):
+        memcpy(dY + <size_t>at * w.r, d.items[e].dY, <size_t>d.items[e].m * w.r * sizeof(float))
+        memcpy(X + <size_t>at * w.k, d.items[e].X, <size_t>d.items[e].m * w.k * sizeof(float))
+        at += d.items[e].m
+    prof_stop(prof, P_GATHER, t0)
+    weight_grad_gemm(scratch, prof, w.r, w.k, total, dY, X, 1.0, w.dW)
 
 cdef void flush_weight_grads(WeightGrads* d, Arena* scratch, Profile* prof) noexcept nogil:
-    """Apply the postponed dW += dY X^T: per weight, the terms' columns are stacked
-    (column-major blocks simply follow each other) and summed by one gemm."""
+    """Apply the postponed dW += dY X^T: per weight, its terms summed by one gemm;
+    weights whose terms read the same X's share one gemm (flush_shared)."""
     qsort(d.items, d.n, sizeof(WeightGrad), cmp_weight_grad)
-    cdef int i = 0, j, e, total, at
-    cdef WeightGrad* w
-    cdef float* dY
-    cdef float* X
-    cdef double t0
-    while i < d.n:
-        w = &d.items[i]
-        j = i + 1
-        total = w.m
-        while j < d.n and d.items[j].dW == w.dW:
-            total += d.items[j].m
-            j += 1
-        dY = X = NULL
-        if j > i + 1:
-            dY = arena_alloc(scratch, <size_t>w.r * total)
-            X = arena_alloc(scratch, <size_t>w.k * total)
-        if X == NULL or dY == NULL:     # one term, or no memory to stack them: a gemm each
-            scratch.failed = False
-            for e in range(i, j):
-                weight_grad_gemm(scratch, prof, w.r, w.k, d.items[e].m, d.items[e].dY,
-                                 d.items[e].X, 1.0, w.dW)
-        else:
-            at = 0
-            t0 = prof_start(prof)
-            for e in range(i, j):
-                memcpy(dY + <size_t>at * w.r, d.items[e].dY, <size_t>d.items[e].m * w.r * sizeof(float))
-                memcpy(X + <size_t>at * w.k, d.items[e].X, <size_t>d.items[e].m * w.k * sizeof(float))
-                at += d.items[e].m
-            prof_stop(prof, P_GATHER, t0)
-            weight_grad_gemm(scratch, prof, w.r, w.k, total, dY, X, 1.0, w.dW)
-        i = j
+    # at[0..nw]: where each weight's terms start; group: weights still to do
+    cdef int* at = <int*>malloc((d.n + 1) * sizeof(int))
+    cdef int* group = <int*>malloc((d.n + 1) * sizeof(int))
+    cdef char* done = <char*>calloc(d.n + 1, 1)
+    cdef int nw = 0, i, j, ng
+    if at == NULL or group == NULL or done == NULL:
+        free(at); free(group); free(done)
+        scratch.failed = True
+        return
+    for i in range(d.n):
+        if i == 0 or d.items[i].dW != d.items[i - 1].dW:
+            at[nw] = i
+            nw += 1
+    at[nw] = d.n
+    for i in range(nw):
+        if done[i]:
+            continue
+        ng = 0
+        for j in range(i, nw):
+            if not done[j] and same_operands(d, at[i], at[i + 1], at[j], at[j + 1]):
+                group[ng] = j
+                ng += 1
+                done[j] = True
+        if ng > 1 and d.share and flush_shared(d, at, group, ng, scratch, prof):
+            d.shared += ng
+            continue
+        for j in range(ng):
+            flush_weight(d, at[group[j]], at[group[j] + 1], scratch, prof)
+    free(at); free(group); free(done)
     d.n = 0
 
 cdef void matmul_fwd(Batch* b) noexcept nogil:

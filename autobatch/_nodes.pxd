@@ -135,10 +135,13 @@ ctypedef struct WeightGrad:
     float* dY           # r x m
     float* X            # k x m
     int r, k, m
+    int seq             # order of postponing (the order of a weight's terms in its sum)
 
 ctypedef struct WeightGrads:
     WeightGrad* items
     int n, cap
+    bint share          # weights whose terms read the same X's may share one product
+    int64_t shared      # weights whose dW came from a shared product
 
 # everything a kernel may touch for one batch
 ctypedef struct Batch:

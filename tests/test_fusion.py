@@ -194,7 +194,7 @@ def test_fusion_off_runs_every_batch_alone():
     hs = [dy.logistic(Ws[0] * dy.inputVector([k, 1, 2, 3, 4]) + bs[0]) for k in range(3)]
     dy.esum([dy.sum_elems(h) for h in hs]).backward()
     assert dy.cg().stats()["fused"] == {"chains": 0, "batches": 0, "nodes": 0, "patterns": {},
-                                        "backward_chains": 0}
+                                        "backward_chains": 0, "shared_weight_grads": 0}
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -228,3 +228,54 @@ def test_cg_revert_gives_back_the_dropped_consumers():
     hs = [dy.tanh(z) for z in zs]
     dy.esum([dy.sum_elems(h) for h in hs]).backward()
     assert "matmul>tanh" in dy.cg().stats()["fused"]["patterns"]
+
+
+def gate_cells(Us, inputs):
+    """Each gate its own weight times the same input, as DyNet users write a cell, at
+    two levels (so each weight has two postponed weight-gradient terms)."""
+    out = []
+    for v in inputs:
+        x1 = dy.tanh(dy.inputVector(v))
+        x2 = dy.tanh(x1 * 0.5 + 0.1)
+        terms = [dy.sum_elems(dy.logistic(U * x1)) for U in Us]
+        terms += [dy.sum_elems(dy.tanh(U * x2)) for U in Us]
+        out.append(dy.esum(terms))
+    return dy.esum(out)
+
+
+def gate_params(seed):
+    rng = np.random.default_rng(seed)
+    pc = dy.ParameterCollection(seed=seed)
+    Us = [pc.add_parameters((4 + g, 6)) for g in range(3)]     # rows differ per gate
+    for U in Us:
+        U.set_value(rng.uniform(-0.5, 0.5, U.shape()))
+    inputs = [rng.uniform(-1, 1, 6).tolist() for _ in range(5)]
+    return pc, Us, inputs
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_weights_sharing_an_input_share_one_weight_gradient_product(strategy):
+    # the weight gradients of W_g x with one x share one product [dY_1; ..] X^T; each
+    # equals the weight's own product (fusion off) and the unbatched reference. (agenda
+    # runs a weight's products on x1 and x2 as one batch, whose stacked X is a copy of
+    # its own: nothing to share there)
+    pc, Us, inputs = gate_params(5)
+    grads = {}
+    for name, strat, fusion in (("shared", strategy, True), ("own", strategy, False),
+                                ("none", "none", True)):
+        pc.reset_gradient()
+        dy.renew_cg(strategy=strat, fusion=fusion)
+        gate_cells(Us, inputs).backward()
+        grads[name] = [U.grad_as_array().copy() for U in Us]
+        if name == "shared" and strategy == "depth":
+            assert dy.cg().stats()["fused"]["shared_weight_grads"] == len(Us)
+        if name != "shared":
+            assert dy.cg().stats()["fused"]["shared_weight_grads"] == 0
+    for g in range(len(Us)):
+        np.testing.assert_allclose(grads["shared"][g], grads["own"][g], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(grads["shared"][g], grads["none"][g], rtol=1e-5, atol=1e-6)
+
+
+def test_shared_weight_gradients_gradient_checked():
+    pc, Us, inputs = gate_params(6)
+    check_grad(lambda: gate_cells(Us, inputs), Us, strategy="agenda")
