@@ -418,6 +418,81 @@ def lstm_hidden(Expression cell, Expression gates):
     return _wrap(_here().add_node(OP_LSTM_HIDDEN, 2, argv, _like(c, c.bs)))
 
 
+cdef bint _lstm_vector(ComputationGraph g, object e, int r) except -1:
+    """Whether e is an Expression of g holding one (unbatched) vector of r rows."""
+    if not isinstance(e, Expression):
+        return False
+    cdef Node* n = _check_in(g, <Expression>e)
+    return n.nd == 1 and rows(n) == r and n.bs == 1
+
+
+cdef bint _lstm_matrix(ComputationGraph g, object e, int r, int c) except -1:
+    """Whether e is an Expression of g holding one (unbatched) r x c matrix."""
+    if not isinstance(e, Expression):
+        return False
+    cdef Node* n = _check_in(g, <Expression>e)
+    return n.nd == 2 and rows(n) == r and cols(n) == c and n.bs == 1
+
+
+def _vanilla_lstm_run(list xs, list layer_params, list h0, list c0, int hidden,
+                      float forget_bias):
+    """VanillaLSTMBuilder's steps over the inputs xs, for RNNState.transduce: the nodes
+    its _cell makes, in the same order, without a Python call per node. Each layer's
+    parameters are [W_x, W_h, b]; h0 and c0 hold each layer's initial state or None.
+    Returns the top layer's outputs, or None when an input or a state is not one
+    unbatched vector of the size expected: the caller then takes the general path,
+    which broadcasts batches and reports errors."""
+    cdef ComputationGraph g = _here()
+    cdef int layers = len(layer_params), L, G = 4 * hidden
+    cdef Py_ssize_t t
+    cdef int32_t argv[3]
+    cdef Attrs at
+    cdef Expression pre, gates, cell, x
+    cdef list hs = list(h0), cs = list(c0), out = []
+    cdef object h, c
+    if layers == 0 or not isinstance(layer_params[0][0], Expression):
+        return None
+    cdef int in_dim = cols(_check_in(g, layer_params[0][0]))
+    for L in range(layers):                 # everything checked before a node is made
+        Wx, Wh, b = layer_params[L]
+        if not (_lstm_matrix(g, Wx, G, hidden if L else in_dim) and _lstm_matrix(g, Wh, G, hidden)
+                and _lstm_vector(g, b, G)):
+            return None
+        if (hs[L] is not None and not _lstm_vector(g, hs[L], hidden)) or \
+                (cs[L] is not None and not _lstm_vector(g, cs[L], hidden)):
+            return None
+    for x in xs:
+        if not _lstm_vector(g, x, in_dim):
+            return None
+    memset(&at, 0, sizeof(Attrs))
+    at.gates.hidden = hidden
+    at.gates.forget_bias = forget_bias
+    for t in range(len(xs)):
+        x = xs[t]
+        for L in range(layers):
+            Wx, Wh, b = layer_params[L]
+            h, c = hs[L], cs[L]
+            argv[0], argv[1], argv[2] = (<Expression>b).idx, (<Expression>Wx).idx, x.idx
+            pre = _wrap_in(g, g.add_node(OP_AFFINE, 3, argv,
+                                         _product_shape("affine_transform", G, 1, 1, 1)))
+            if h is not None:
+                argv[0], argv[1], argv[2] = pre.idx, (<Expression>Wh).idx, (<Expression>h).idx
+                pre = _wrap_in(g, g.add_node(OP_AFFINE, 3, argv,
+                                             _product_shape("affine_transform", G, 1, 1, 1)))
+            gates = _wrap_in(g, g.add_node(OP_LSTM_GATES, 1, &pre.idx, _like(&g.nodes[pre.idx], 1),
+                                           0, &at))
+            if c is None:
+                c = zeros(hidden, batch_size=1)
+            argv[0], argv[1] = gates.idx, (<Expression>c).idx
+            cell = _wrap_in(g, g.add_node(OP_LSTM_CELL, 2, argv,
+                                          _matrix_shape("lstm_cell", hidden, 1, 1)))
+            argv[0], argv[1] = cell.idx, gates.idx
+            x = _wrap_in(g, g.add_node(OP_LSTM_HIDDEN, 2, argv, _like(&g.nodes[cell.idx], 1)))
+            hs[L], cs[L] = x, cell
+        out.append(x)
+    return out
+
+
 def vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):
     """DyNet's fused LSTM gates [i, f, o, g] of ``dy.vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b,
     weightnoise_std=0.0)``: logistic(i, f + 1, o) and tanh(g) of ``Wx x_t + Wh h_tm1 + b``

@@ -6,8 +6,8 @@ usual; the engine batches the steps of all instances. The LSTM builders record o
 fused node per gate activation, cell update and hidden output (see `lstm_gates`).
 """
 from autobatch._core import (
-    affine_transform, cmult, concatenate, layer_norm, logistic, lstm_cell, lstm_gates, lstm_hidden,
-    tanh, zeros,
+    _vanilla_lstm_run, affine_transform, cmult, concatenate, layer_norm, logistic, lstm_cell,
+    lstm_gates, lstm_hidden, tanh, zeros,
 )
 from autobatch.rnn_base import (  # noqa: F401 (RNNState, StackedRNNState re-exported)
     RNNState, StackedRNNState, _RNNBuilder, _checked_spec,
@@ -131,6 +131,17 @@ class VanillaLSTMBuilder(_RNNBuilder):
 
     def _layer_extras(self, in_dim):
         return [(name, (k * self.hidden_dim,), init) for name, k, init in self._LN] if self.ln_lstm else []
+
+    def _transduce(self, state, xs):
+        # the common case, compiled (_vanilla_lstm_run makes the nodes _cell makes, in
+        # its order): no layer norm, no dropout masks, unbatched vectors, and neither
+        # _cell nor _layer_params overridden by a subclass (SparseLSTMBuilder's masks)
+        if self.ln_lstm or state._masks[0] is not None or \
+                type(self)._cell is not VanillaLSTMBuilder._cell or \
+                type(self)._layer_params is not _RNNBuilder._layer_params:
+            return None
+        return _vanilla_lstm_run(xs, [self._layer_params(k) for k in range(self.layers)],
+                                 state._h, state._c, self.hidden_dim, self.forget_bias)
 
     def _cell(self, p, x, h, c):
         if self.ln_lstm:

@@ -69,7 +69,9 @@ class RNNState:
 
     def transduce(self, xs):
         """Outputs after each input (cheaper to write than add_inputs + output)."""
-        return [s.output() for s in self.add_inputs(xs)]
+        xs = list(xs)
+        out = self._builder._transduce(self, xs)
+        return out if out is not None else [s.output() for s in self.add_inputs(xs)]
 
     def output(self):
         """Hidden state of the top layer."""
@@ -299,6 +301,11 @@ class _RNNBuilder:
                   if self.dropout_rate_h else None)
             masks.append((mx, mh))
         return masks
+
+    def _transduce(self, state, xs):
+        """The outputs of state.transduce(xs) made without a Python step per input, or
+        None: take the general path (a builder that has a compiled one overrides it)."""
+        return None
 
     def _layer_params(self, layer):
         # the expressions of a graph are the same for every step: make them once
