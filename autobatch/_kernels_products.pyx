@@ -182,7 +182,7 @@ cdef bint flush_shared(WeightGrads* d, const int* at, const int* group, int ng,
     which reads and packs X once instead of once per weight; each weight then adds its
     rows. False (nothing done) if scratch memory is short."""
     cdef int i0 = at[group[0]], i1 = at[group[0] + 1], nt = i1 - i0
-    cdef int k = d.items[i0].k, R = 0, total = 0, g, e, c, row, col, w
+    cdef int k = d.items[i0].k, R = 0, total = 0, g, e, c, row, col
     cdef WeightGrad* t
     for g in range(ng):
         R += d.items[at[group[g]]].r
@@ -195,11 +195,10 @@ cdef bint flush_shared(WeightGrads* d, const int* at, const int* group, int ng,
         scratch.failed = False
         return False
     cdef double t0 = prof_start(prof)
+    if nt > 1:
+        stack_terms(X, &d.items[i0], nt, k, False)
     col = 0
-    for e in range(nt):                 # term e: columns col .. col + m of every operand
-        if nt > 1:
-            memcpy(X + <size_t>col * k, d.items[i0 + e].X,
-                   <size_t>d.items[i0 + e].m * k * sizeof(float))
+    for e in range(nt):                 # term e: columns col .. col + m of dY, row-wise
         row = 0
         for g in range(ng):
             t = &d.items[at[group[g]] + e]
@@ -218,6 +217,17 @@ cdef bint flush_shared(WeightGrads* d, const int* at, const int* group, int ng,
         row += t.r
     return True
 
+cdef void stack_terms(float* out, const WeightGrad* terms, int n, int rows,
+                      bint grads) noexcept nogil:
+    """The n terms' dY's (grads) or X's, of `rows` rows each, side by side in out:
+    column-major blocks simply follow each other."""
+    cdef int e
+    cdef size_t at = 0
+    for e in range(n):
+        memcpy(out + at * rows, terms[e].dY if grads else terms[e].X,
+               <size_t>terms[e].m * rows * sizeof(float))
+        at += terms[e].m
+
 cdef inline void add_column(float* y, const float* x, int n) noexcept nogil:
     cdef int i
     for i in range(n):
@@ -227,7 +237,7 @@ cdef void flush_weight(WeightGrads* d, int i, int j, Arena* scratch, Profile* pr
     """The terms [i, j) of one weight: their columns stacked (column-major blocks
     simply follow each other) and summed by one gemm."""
     cdef WeightGrad* w = &d.items[i]
-    cdef int e, total = 0, at = 0
+    cdef int e, total = 0
     cdef float* dY = NULL
     cdef float* X = NULL
     cdef double t0
@@ -243,10 +253,8 @@ cdef void flush_weight(WeightGrads* d, int i, int j, Arena* scratch, Profile* pr
                              d.items[e].X, 1.0, w.dW)
         return
     t0 = prof_start(prof)
-    for e in range(i, j):
-        memcpy(dY + <size_t>at * w.r, d.items[e].dY, <size_t>d.items[e].m * w.r * sizeof(float))
-        memcpy(X + <size_t>at * w.k, d.items[e].X, <size_t>d.items[e].m * w.k * sizeof(float))
-        at += d.items[e].m
+    stack_terms(dY, w, j - i, w.r, True)
+    stack_terms(X, w, j - i, w.k, False)
     prof_stop(prof, P_GATHER, t0)
     weight_grad_gemm(scratch, prof, w.r, w.k, total, dY, X, 1.0, w.dW)
 

@@ -132,27 +132,26 @@ def _vanilla_lstm_run(list xs, list layer_params, list h0, list c0, int hidden,
     memset(&at, 0, sizeof(Attrs))
     at.gates.hidden = hidden
     at.gates.forget_bias = forget_bias
+    # every step's shapes: the pre-activations and gates, then the cell and hidden output
+    cdef Shape gate_shape = _product_shape("affine_transform", G, 1, 1, 1)
+    cdef Shape cell_shape = _matrix_shape("lstm_cell", hidden, 1, 1)
     for t in range(len(xs)):
         x = xs[t]
         for L in range(layers):
             Wx, Wh, b = layer_params[L]
             h, c = hs[L], cs[L]
             argv[0], argv[1], argv[2] = (<Expression>b).idx, (<Expression>Wx).idx, x.idx
-            pre = _wrap_in(g, g.add_node(OP_AFFINE, 3, argv,
-                                         _product_shape("affine_transform", G, 1, 1, 1)))
+            pre = _wrap_in(g, g.add_node(OP_AFFINE, 3, argv, gate_shape))
             if h is not None:
                 argv[0], argv[1], argv[2] = pre.idx, (<Expression>Wh).idx, (<Expression>h).idx
-                pre = _wrap_in(g, g.add_node(OP_AFFINE, 3, argv,
-                                             _product_shape("affine_transform", G, 1, 1, 1)))
-            gates = _wrap_in(g, g.add_node(OP_LSTM_GATES, 1, &pre.idx, _like(&g.nodes[pre.idx], 1),
-                                           0, &at))
+                pre = _wrap_in(g, g.add_node(OP_AFFINE, 3, argv, gate_shape))
+            gates = _wrap_in(g, g.add_node(OP_LSTM_GATES, 1, &pre.idx, gate_shape, 0, &at))
             if c is None:
                 c = zeros(hidden, batch_size=1)
             argv[0], argv[1] = gates.idx, (<Expression>c).idx
-            cell = _wrap_in(g, g.add_node(OP_LSTM_CELL, 2, argv,
-                                          _matrix_shape("lstm_cell", hidden, 1, 1)))
+            cell = _wrap_in(g, g.add_node(OP_LSTM_CELL, 2, argv, cell_shape))
             argv[0], argv[1] = cell.idx, gates.idx
-            x = _wrap_in(g, g.add_node(OP_LSTM_HIDDEN, 2, argv, _like(&g.nodes[cell.idx], 1)))
+            x = _wrap_in(g, g.add_node(OP_LSTM_HIDDEN, 2, argv, cell_shape))
             hs[L], cs[L] = x, cell
         out.append(x)
     return out
