@@ -48,6 +48,62 @@ cdef int64_t sched_collect_many(Sched* s, const NodeView* v, const int32_t* targ
     ensure_nodes(s, v.n)
     s.needed = <int32_t*>grow(s.needed, &s.cap_needed, v.n, sizeof(int32_t))
     s.stamp += 1
+    cdef int64_t count = collect_by_scan(s, v, targets, n_targets, all_ancestors)
+    if count >= 0:
+        return count
+    s.stamp += 1                            # the scan gave up: start again, breadth-first
+    return collect_by_search(s, v, targets, n_targets, all_ancestors)
+
+
+cdef inline bint wanted(const NodeView* v, int32_t x, bint all_ancestors) noexcept nogil:
+    return all_ancestors or not (v.nodes[x].flags & F_DONE)
+
+
+cdef int64_t collect_by_scan(Sched* s, const NodeView* v, const int32_t* targets,
+                             int64_t n_targets, bint all_ancestors) noexcept nogil:
+    """The needed nodes by one pass down the ids from the last target: an argument's id
+    is below its node's, so a marked node is final when the pass reaches it. Reads
+    memory in order (a whole-graph forward: nearly every id is needed); gives up (-1)
+    when the marked ids turn sparse (a parser's step below the graph's untouched
+    rest), which the search handles in the size of the part needed."""
+    cdef int32_t st = s.stamp, top = targets[0], i, y
+    cdef int64_t p, count = 0, pending = 0, seen = 0
+    cdef int a
+    for p in range(n_targets):
+        if targets[p] > top:
+            top = targets[p]
+        if s.mark[targets[p]] != st:
+            s.mark[targets[p]] = st
+            pending += 1
+    i = top
+    while pending > 0:
+        if s.mark[i] == st:
+            pending -= 1
+            seen += 1
+            if wanted(v, i, all_ancestors):
+                s.needed[count] = i
+                count += 1
+                for a in range(v.nodes[i].nargs):
+                    y = arg_id(v, i, a)
+                    if s.mark[y] != st:
+                        s.mark[y] = st
+                        pending += 1
+            else:
+                s.mark[i] = 0               # computed: not needed, and not followed
+        elif top - i > 8 * seen + 256:
+            return -1
+        i -= 1
+    for p in range(count // 2):             # descending -> ascending ids
+        i = s.needed[p]
+        s.needed[p] = s.needed[count - 1 - p]
+        s.needed[count - 1 - p] = i
+    return count
+
+
+cdef int64_t collect_by_search(Sched* s, const NodeView* v, const int32_t* targets,
+                               int64_t n_targets, bint all_ancestors) noexcept nogil:
+    """The needed nodes breadth-first (`needed` is the queue), in id order unless
+    all_ancestors: cost in the size of the part needed."""
     cdef int32_t st = s.stamp
     cdef int64_t head = 0, count = 0
     cdef int a
@@ -56,35 +112,21 @@ cdef int64_t sched_collect_many(Sched* s, const NodeView* v, const int32_t* targ
         x = targets[head]
         if x > target:
             target = x                      # the last id that can be needed
-        if s.mark[x] != st and (all_ancestors or not (v.nodes[x].flags & F_DONE)):
+        if s.mark[x] != st and wanted(v, x, all_ancestors):
             s.mark[x] = st
             s.needed[count] = x
             count += 1
     head = 0
-    while head < count:                     # breadth-first, `needed` is the queue
+    while head < count:
         x = s.needed[head]
         head += 1
         for a in range(v.nodes[x].nargs):
             y = arg_id(v, x, a)
-            if s.mark[y] != st and (all_ancestors or not (v.nodes[y].flags & F_DONE)):
+            if s.mark[y] != st and wanted(v, y, all_ancestors):
                 s.mark[y] = st
                 s.needed[count] = y
                 count += 1
-    if all_ancestors:
-        return count
-    # id order: scan the id range when the needed nodes fill much of it (a whole-graph
-    # forward), else sort the few (a parser's step)
-    cdef int32_t lo = target, i
-    for head in range(count):
-        if s.needed[head] < lo:
-            lo = s.needed[head]
-    if target - lo + 1 <= 8 * count:
-        head = 0
-        for i in range(lo, target + 1):
-            if s.mark[i] == st and not (v.nodes[i].flags & F_DONE):
-                s.needed[head] = i
-                head += 1
-    else:
+    if not all_ancestors:
         qsort(s.needed, count, sizeof(int32_t), cmp_int32)
     return count
 

@@ -62,3 +62,33 @@ def test_incremental_forward_runs_each_node_once(program, strategy, data):
     assert len(ran) == len(set(ran))
     for k, v in early.items():
         assert outs[k].value() == v
+
+
+def test_collect_below_a_long_gap_of_unneeded_nodes():
+    """The needed nodes are found by one pass down the ids while they are dense, and
+    breadth-first once they turn sparse (a pending node far below thousands of
+    unneeded ones): either way exactly the needed nodes run, once, in order."""
+    pc = dy.ParameterCollection(seed=0)
+    W = pc.add_parameters((8, 8))
+    E = pc.add_lookup_parameters((50, 8))
+    dy.renew_cg()
+    pending = dy.tanh(W * E[0])                             # needed only at the end
+    side = [dy.logistic(W * E[k % 50]) for k in range(3000)]  # never needed
+    h, targets, values = E[1], [], []
+    for k in range(5):                                      # a parser's steps: value() each
+        h = dy.tanh(W * h + E[k])
+        s = dy.sum_elems(h)
+        values.append(s.value())
+        targets.append(s.vindex)
+    last = dy.sum_elems(h + pending)
+    values.append(last.value())
+    targets.append(last.vindex)
+    check_schedule(targets)
+    ran = {i for _, nodes in dy.cg().batches() for i in nodes}
+    assert not ran & {x.vindex for x in side}
+    Wv, Ev = W.as_array(), E.as_array()
+    hv = Ev[1]
+    for k in range(5):
+        hv = np.tanh(Wv @ hv + Ev[k])
+        np.testing.assert_allclose(values[k], hv.sum(), rtol=1e-5)
+    np.testing.assert_allclose(values[-1], (hv + np.tanh(Wv @ Ev[0])).sum(), rtol=1e-5)
