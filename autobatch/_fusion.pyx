@@ -29,8 +29,8 @@ from libc.string cimport memcpy
 from autobatch._executor cimport log_stage, check_finite
 from autobatch._kernels_elementwise cimport unary_fwd, unary_bwd, binary_fwd, binary_bwd
 from autobatch._memory cimport arena_alloc
-from autobatch._nodes cimport (Node, OpDef, F_DONE, F_NEEDS_GRAD, grad_fresh, grad_mark,
-                               grad_ready)
+from autobatch._nodes cimport (Node, OpDef, AHEAD, F_DONE, F_NEEDS_GRAD, grad_fresh,
+                               grad_mark, grad_ready, prefetch_arg, prefetch_node)
 from autobatch._optable cimport op_table, n_ops
 from autobatch._parallel cimport gradients_disjoint
 from autobatch._threads cimport pool_run, pool_threads, split_worthwhile
@@ -77,6 +77,12 @@ cdef inline int32_t arg_of(const NodeView* v, int32_t i, int a) noexcept nogil:
     return v.args[v.nodes[i].args_at + a]
 
 
+cdef inline int32_t first_consumer(const Sched* s, int32_t p) noexcept nogil:
+    """p's first consumer in this forward, or p itself if it has none."""
+    cdef int32_t q = s.loc[p]
+    return p if s.cons_at[q + 1] == s.cons_at[q] else s.cons[s.cons_at[q]]
+
+
 cdef int32_t consumer_stage(Sched* s, const NodeView* v, const int32_t* prev, int n,
                             int32_t* out) noexcept nogil:
     """The next stage of a chain whose last stage is prev[0..n): the consumers of
@@ -87,6 +93,12 @@ cdef int32_t consumer_stage(Sched* s, const NodeView* v, const int32_t* prev, in
     cdef int64_t q
     cdef const Node* cn
     for j in range(n):
+        if j + AHEAD < n:                   # (as the stages' loops, below)
+            prefetch_node(&v.nodes[first_consumer(s, prev[j + AHEAD])])
+        if j + AHEAD // 2 < n:
+            c = first_consumer(s, prev[j + AHEAD // 2])
+            for a in range(min(v.nodes[c].nargs, 2)):
+                prefetch_arg(v, c, a)
         p = prev[j]
         if v.nodes[p].uses != 1:            # the graph has another consumer (or none)
             return -1
@@ -116,8 +128,10 @@ cdef int32_t consumer_stage(Sched* s, const NodeView* v, const int32_t* prev, in
     return sig
 
 
-cdef void stage_forward(const NodeView* v, const int32_t* ids, int j0, int j1) noexcept nogil:
-    """Forward of nodes ids[j0..j1) of one stage (values in one block)."""
+cdef void stage_forward(const NodeView* v, const int32_t* ids, int j0, int j1,
+                        int end) noexcept nogil:
+    """Forward of nodes ids[j0..j1) of one stage (values in one block); the stage's
+    part ends at `end` (the nodes to prefetch)."""
     cdef Node* c = &v.nodes[ids[j0]]
     cdef const OpDef* op = &OPS[c.op]
     cdef Node* x
@@ -128,6 +142,11 @@ cdef void stage_forward(const NodeView* v, const int32_t* ids, int j0, int j1) n
                      c.attr.scalar.value)
         return
     for j in range(j0, j1):
+        if j + AHEAD < end:
+            prefetch_node(&v.nodes[ids[j + AHEAD]])
+        if j + AHEAD // 2 < end:
+            prefetch_arg(v, ids[j + AHEAD // 2], 0)
+            prefetch_arg(v, ids[j + AHEAD // 2], 1)
         c = &v.nodes[ids[j]]
         x = &v.nodes[arg_of(v, ids[j], 0)]
         y = &v.nodes[arg_of(v, ids[j], 1)]
@@ -194,9 +213,10 @@ cdef inline bint first_write(Node* x, const Node* z) noexcept nogil:
     return fresh
 
 
-cdef void stage_backward(const NodeView* v, const int32_t* ids, int j0, int j1) noexcept nogil:
+cdef void stage_backward(const NodeView* v, const int32_t* ids, int j0, int j1,
+                         int end) noexcept nogil:
     """Backward of nodes ids[j0..j1) of one stage, node by node as unary_bwd and
-    binary_bwd do (the first write of a gradient assigns it)."""
+    binary_bwd do (the first write of a gradient assigns it); the part ends at `end`."""
     cdef const OpDef* op = &OPS[v.nodes[ids[j0]].op]
     cdef bint unary = KIND[v.nodes[ids[j0]].op] == UNARY
     cdef Node* c
@@ -204,6 +224,12 @@ cdef void stage_backward(const NodeView* v, const int32_t* ids, int j0, int j1) 
     cdef Node* y
     cdef int j
     for j in range(j0, j1):
+        if j + AHEAD < end:
+            prefetch_node(&v.nodes[ids[j + AHEAD]])
+        if j + AHEAD // 2 < end:
+            prefetch_arg(v, ids[j + AHEAD // 2], 0)
+            if not unary:
+                prefetch_arg(v, ids[j + AHEAD // 2], 1)
         c = &v.nodes[ids[j]]
         grad_ready(c)           # no consumer wrote it (it needs no gradient): zeros
         x = &v.nodes[arg_of(v, ids[j], 0)]
@@ -250,10 +276,10 @@ cdef void chain_part(void* ctx, int c) noexcept nogil:
         j1 = min(end, j0 + tile)
         if ch.backward:
             for k in range(ch.last, ch.first, -1):
-                stage_backward(ch.v, ch.log.ids + ch.log.at[k], j0, j1)
+                stage_backward(ch.v, ch.log.ids + ch.log.at[k], j0, j1, end)
         else:
             for k in range(ch.first + 1, ch.last + 1):
-                stage_forward(ch.v, ch.log.ids + ch.log.at[k], j0, j1)
+                stage_forward(ch.v, ch.log.ids + ch.log.at[k], j0, j1, end)
         j0 = j1
 
 

@@ -5,7 +5,8 @@ from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport sgemv, sger
 
 from autobatch._memory cimport Arena, arena_alloc
-from autobatch._nodes cimport Batch, Node, ARG, MAX_DIMS, grad_fresh, grad_mark
+from autobatch._nodes cimport (Batch, Node, ARG, AHEAD, MAX_DIMS, grad_fresh, grad_mark,
+                               prefetch_batch_arg)
 from autobatch._profile cimport P_GATHER, prof_start, prof_stop
 from autobatch._threads cimport gemm_threaded
 
@@ -26,6 +27,8 @@ cdef inline float* consecutive(Batch* b, int a, bint grads) noexcept nogil:
     cdef int j, per = ARG(b, 0, a).size
     cdef float* first = ARG(b, 0, a).grad if grads else ARG(b, 0, a).val
     for j in range(1, b.n):
+        if j + AHEAD < b.n:
+            prefetch_batch_arg(b, b.ids[j + AHEAD], a)
         if (ARG(b, j, a).grad if grads else ARG(b, j, a).val) != first + j * per:
             return NULL
     return first
@@ -43,6 +46,8 @@ cdef inline float* gather_arg(Batch* b, int a, Arena* mem) noexcept nogil:
         return NULL
     cdef double t0 = prof_start(b.prof)
     for j in range(b.n):
+        if j + AHEAD < b.n:
+            prefetch_batch_arg(b, b.ids[j + AHEAD], a)
         memcpy(out + j * per, ARG(b, j, a).val, per * sizeof(float))
     prof_stop(b.prof, P_GATHER, t0)
     b.traffic.copied += 1
@@ -59,6 +64,8 @@ cdef inline void add_grad_from_stack(Batch* b, int a, float* stacked) noexcept n
     cdef float* s
     cdef double t0 = prof_start(b.prof)
     for j in range(b.n):
+        if j + AHEAD < b.n:
+            prefetch_batch_arg(b, b.ids[j + AHEAD], a)
         x = ARG(b, j, a)
         g = x.grad
         s = stacked + j * per

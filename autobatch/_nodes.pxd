@@ -230,5 +230,15 @@ ctypedef struct NodeView:
     int32_t* ibuf       # per-node integer data (index lists)
     int64_t n           # number of nodes
 
+# fetching ahead the nodes a per-node loop will reach (_prefetch.h): at node j, a
+# loop fetches node j + AHEAD, and the arguments of node j + AHEAD / 2
+cdef enum:
+    AHEAD = 8
+
+cdef extern from "_prefetch.h" nogil:
+    void prefetch_node "AB_PREFETCH_NODE" (const Node* n)
+    void prefetch_arg "AB_PREFETCH_ARG" (const NodeView* v, int32_t i, int a)
+    void prefetch_batch_arg "AB_PREFETCH_ARG" (const Batch* b, int32_t i, int a)
+
 cdef inline int32_t arg_id(const NodeView* v, int32_t i, int a) noexcept nogil:
     return v.args[v.nodes[i].args_at + a]
