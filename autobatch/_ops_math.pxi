@@ -23,7 +23,7 @@ def nobackprop(x):
 
 cdef float _constant_argument(str name, str attr, float default, tuple args, dict kwargs) except? -1:
     """The op's constant A from f(x, A) or f(x, attr=A)."""
-    if len(args) + len(kwargs) > 1 or any(k != attr for k in kwargs):
+    if len(args) + len(kwargs) > 1 or (kwargs and attr not in kwargs):
         raise TypeError(f"{name}() takes x and an optional {attr}")
     value = args[0] if args else kwargs.get(attr, default)
     if not _is_number(value):

@@ -5,6 +5,12 @@
 cdef int64_t MAX_ELEMS = 2147483647     # floats in one node (its size is an int32)
 
 
+cdef tuple _dims(int nd, const int64_t* d):
+    # (a generator expression in _checked_shape would make it allocate a closure on
+    # every call, the valid ones included)
+    return tuple([d[k] for k in range(nd)])
+
+
 cdef Shape _checked_shape(str op, int nd, const int64_t* d, int64_t bs) except *:
     cdef Shape s
     cdef int a
@@ -15,12 +21,11 @@ cdef Shape _checked_shape(str op, int nd, const int64_t* d, int64_t bs) except *
         raise DimensionError(f"{op}: batch size must be positive, got {bs}")
     for a in range(nd):
         if d[a] < 1:
-            raise DimensionError(f"{op}: dimensions must be positive, got "
-                                 f"{tuple(d[k] for k in range(nd))}")
+            raise DimensionError(f"{op}: dimensions must be positive, got {_dims(nd, d)}")
         total *= d[a] if d[a] < MAX_ELEMS else MAX_ELEMS
         if total >= MAX_ELEMS:
             raise DimensionError(
-                f"{op}: a value of {tuple(d[k] for k in range(nd))} x batch {bs} elements is "
+                f"{op}: a value of {_dims(nd, d)} x batch {bs} elements is "
                 f"larger than one node can hold (2^31 floats)")
     s.nd = nd
     for a in range(MAX_DIMS):
