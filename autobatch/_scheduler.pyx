@@ -107,11 +107,9 @@ cdef int64_t collect_by_search(Sched* s, const NodeView* v, const int32_t* targe
     cdef int32_t st = s.stamp
     cdef int64_t head = 0, count = 0
     cdef int a
-    cdef int32_t x, y, target = targets[0]
+    cdef int32_t x, y
     for head in range(n_targets):
         x = targets[head]
-        if x > target:
-            target = x                      # the last id that can be needed
         if s.mark[x] != st and wanted(v, x, all_ancestors):
             s.mark[x] = st
             s.needed[count] = x
