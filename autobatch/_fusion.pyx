@@ -30,7 +30,8 @@ from autobatch._executor cimport log_stage, check_finite
 from autobatch._kernels_elementwise cimport unary_fwd, unary_bwd, binary_fwd, binary_bwd
 from autobatch._memory cimport arena_alloc
 from autobatch._nodes cimport (Node, OpDef, AHEAD, F_DONE, F_NEEDS_GRAD, grad_fresh,
-                               grad_mark, grad_ready, prefetch_arg, prefetch_node)
+                               grad_mark, grad_ready, prefetch_ahead, prefetch_arg,
+                               prefetch_node)
 from autobatch._optable cimport op_table, n_ops
 from autobatch._parallel cimport gradients_disjoint
 from autobatch._threads cimport pool_run, pool_threads, split_worthwhile
@@ -142,11 +143,7 @@ cdef void stage_forward(const NodeView* v, const int32_t* ids, int j0, int j1,
                      c.attr.scalar.value)
         return
     for j in range(j0, j1):
-        if j + AHEAD < end:
-            prefetch_node(&v.nodes[ids[j + AHEAD]])
-        if j + AHEAD // 2 < end:
-            prefetch_arg(v, ids[j + AHEAD // 2], 0)
-            prefetch_arg(v, ids[j + AHEAD // 2], 1)
+        prefetch_ahead(v, ids, j, end, 2)
         c = &v.nodes[ids[j]]
         x = &v.nodes[arg_of(v, ids[j], 0)]
         y = &v.nodes[arg_of(v, ids[j], 1)]
@@ -224,12 +221,7 @@ cdef void stage_backward(const NodeView* v, const int32_t* ids, int j0, int j1,
     cdef Node* y
     cdef int j
     for j in range(j0, j1):
-        if j + AHEAD < end:
-            prefetch_node(&v.nodes[ids[j + AHEAD]])
-        if j + AHEAD // 2 < end:
-            prefetch_arg(v, ids[j + AHEAD // 2], 0)
-            if not unary:
-                prefetch_arg(v, ids[j + AHEAD // 2], 1)
+        prefetch_ahead(v, ids, j, end, 1 if unary else 2)
         c = &v.nodes[ids[j]]
         grad_ready(c)           # no consumer wrote it (it needs no gradient): zeros
         x = &v.nodes[arg_of(v, ids[j], 0)]

@@ -232,10 +232,10 @@ ctypedef struct NodeView:
 
 # fetching ahead the nodes a per-node loop will reach (_prefetch.h): at node j, a
 # loop fetches node j + AHEAD, and the arguments of node j + AHEAD / 2
-cdef enum:
-    AHEAD = 8
-
 cdef extern from "_prefetch.h" nogil:
+    enum: AHEAD "AB_AHEAD"
+    void prefetch_ahead "AB_PREFETCH_AHEAD" (const NodeView* v, const int32_t* ids, int j,
+                                             int end, int nargs)
     void prefetch_node "AB_PREFETCH_NODE" (const Node* n)
     void prefetch_arg "AB_PREFETCH_ARG" (const NodeView* v, int32_t i, int a)
     void prefetch_batch_arg "AB_PREFETCH_ARG" (const Batch* b, int32_t i, int a)
