@@ -7,18 +7,18 @@ needed, a Cython scheduler groups same-signature nodes across the whole minibatc
 into batched kernels, forward and backward.
 
 ``ELEMENTWISE_FUNCTIONS`` maps the name of every elementwise function made from a line
-of ``_elementwise.h`` (``tanh``, ``logistic``, ``elu``, ...) to the function.
+of ``kernels/elementwise.h`` (``tanh``, ``logistic``, ``elu``, ...) to the function.
 ``HAVE_CUDA`` is False, as in a CPU build of DyNet: autobatch runs on the CPU only.
 ``python -m autobatch`` prints the version, BLAS and SIMD in use (``show_config()``).
 """
 __version__ = "0.1.0"     # the one place: pyproject.toml reads it from here
 from autobatch.errors import DimensionError, StaleExpressionError
-from autobatch._graph import ComputationGraph
-from autobatch._stats import set_profiling, profiling
-from autobatch._strategies import (
+from autobatch.engine.graph import ComputationGraph
+from autobatch.engine.stats import set_profiling, profiling
+from autobatch.engine.strategies import (
     Frontier, register_strategy, available_strategies, set_default_strategy, default_strategy,
 )
-from autobatch._core import (
+from autobatch.api.core import (
     Expression, Parameters, LookupParameters,
     renew_cg, cg_version, cg, set_random_seed, cg_checkpoint, cg_revert, print_text_graphviz,
     set_default_fusion, default_fusion,
@@ -46,8 +46,8 @@ from autobatch._core import (
     dropout_dim, dropout_batch, block_dropout, random_bernoulli, random_gumbel,
 )
 # tanh, logistic, rectify, elu, exp, log, ...: one function per line of AB_UNARY_OPS
-# in _elementwise.h (its __all__; editors and mypy see them through _core.pyi)
-from autobatch._core import *  # noqa: F401,F403
+# in kernels/elementwise.h (its __all__; editors and mypy see them through api/core.pyi)
+from autobatch.api.core import *  # noqa: F401,F403
 from autobatch.initializers import (
     PyInitializer, GlorotInitializer, NormalInitializer, UniformInitializer, ConstInitializer,
     IdentityInitializer, SaxeInitializer, NumpyInitializer, FromFileInitializer,
@@ -81,10 +81,10 @@ logistic_sigmoid = logistic
 rectified = rectify
 
 from autobatch.blas import blas_info, set_blas_threads, _configure_from_environment
-from autobatch._threads import set_num_threads, get_num_threads
-from autobatch._threads import configure_from_environment as _configure_threads
-from autobatch._packed import configure_from_environment as _configure_packed
-from autobatch._packed import configure_for_blas as _configure_packed_for_blas
+from autobatch.runtime.threads import set_num_threads, get_num_threads
+from autobatch.runtime.threads import configure_from_environment as _configure_threads
+from autobatch.kernels.packed import configure_from_environment as _configure_packed
+from autobatch.kernels.packed import configure_for_blas as _configure_packed_for_blas
 from autobatch.report import show_config, config_info
 
 _configure_from_environment()

@@ -1,19 +1,19 @@
 # Types of the package namespace (`import autobatch as dy`): what __init__.py imports,
-# re-exported. _core's names come in whole (its stub lists every op and elementwise
+# re-exported. api/core's names come in whole (its stub lists every op and elementwise
 # function); a name that __init__.py takes from another module needs a line here too
 # (tests/test_stubs.py and stubtest in .ci/stubs say which).
 from autobatch import config as config
 from autobatch import distributed as distributed
-from autobatch._core import *
-from autobatch._graph import ComputationGraph as ComputationGraph
-from autobatch._stats import profiling as profiling, set_profiling as set_profiling
-from autobatch._strategies import (
+from autobatch.api.core import *
+from autobatch.engine.graph import ComputationGraph as ComputationGraph
+from autobatch.engine.stats import profiling as profiling, set_profiling as set_profiling
+from autobatch.engine.strategies import (
     Frontier as Frontier, available_strategies as available_strategies,
     default_strategy as default_strategy, register_strategy as register_strategy,
     set_default_strategy as set_default_strategy,
 )
 from autobatch.blas import blas_info as blas_info, set_blas_threads as set_blas_threads
-from autobatch._threads import set_num_threads as set_num_threads, get_num_threads as get_num_threads
+from autobatch.runtime.threads import set_num_threads as set_num_threads, get_num_threads as get_num_threads
 from autobatch.builders import (
     BiRNNBuilder as BiRNNBuilder, CoupledLSTMBuilder as CoupledLSTMBuilder,
     GRUBuilder as GRUBuilder, LSTMBuilder as LSTMBuilder, RNNState as RNNState,

@@ -13,7 +13,7 @@ from libc.math cimport sqrtf
 from libc.stdint cimport uint8_t
 from libc.string cimport memset
 
-from autobatch._threads cimport pool_run, pool_threads
+from autobatch.runtime.threads cimport pool_run, pool_threads
 
 cdef enum:
     MAX_STATES = 3

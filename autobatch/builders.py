@@ -5,7 +5,7 @@ A builder owns parameters; `initial_state()` starts a sequence and every
 usual; the engine batches the steps of all instances. The LSTM builders record one
 fused node per gate activation, cell update and hidden output (see `lstm_gates`).
 """
-from autobatch._core import (
+from autobatch.api.core import (
     _vanilla_lstm_run, affine_transform, cmult, concatenate, layer_norm, logistic, lstm_cell,
     lstm_gates, lstm_hidden, tanh, zeros,
 )

@@ -1,7 +1,7 @@
 # Types of autobatch.builders; checked by stubtest in CI (.ci/stubs).
 from typing import Any, Callable, ClassVar, Iterable, Sequence, TypeVar
 
-from autobatch._core import Expression, Parameters
+from autobatch.api.core import Expression, Parameters
 from autobatch.parameters import ParameterCollection
 from autobatch.rnn_base import (RNNState as RNNState, StackedRNNState as StackedRNNState,
                                  _RNNBuilder as _RNNBuilder)

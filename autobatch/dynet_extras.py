@@ -1,7 +1,7 @@
 """DyNet's module-level helpers beyond its reference manual, kept for programs that use them.
 
 ``HAVE_CUDA`` is False: autobatch runs on the CPU only."""
-from autobatch._core import forward, zeros
+from autobatch.api.core import forward, zeros
 
 HAVE_CUDA = False
 

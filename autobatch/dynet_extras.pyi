@@ -2,7 +2,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from autobatch._core import Expression, _Shape
+from autobatch.api.core import Expression, _Shape
 
 HAVE_CUDA: bool
 

@@ -15,7 +15,7 @@ failure the collection is rolled back.
 import math
 
 from autobatch import dynet_format, model_files
-from autobatch._core import LookupParameters, Parameters
+from autobatch.api.core import LookupParameters, Parameters
 from autobatch.dynet_pickle import (DYNET_BUILDERS, MAX_SPEC_DEPTH, _ClassRef, _dynet_name,
                                     _FuncRef, _ours, _pickle, _UserRef, _user_name, read_meta)
 from autobatch.builders import savable_class

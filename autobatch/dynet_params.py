@@ -27,7 +27,7 @@ called at any time: it applies the settings from then on.
 """
 import sys
 
-from autobatch._strategies import set_default_strategy
+from autobatch.engine.strategies import set_default_strategy
 
 _AUTOBATCH_STRATEGY = {0: None, 1: "agenda", 2: "depth", 3: "agenda"}
 

@@ -22,7 +22,7 @@ import io
 import pickletools
 import struct
 
-from autobatch._core import ELEMENTWISE_FUNCTIONS
+from autobatch.api.core import ELEMENTWISE_FUNCTIONS
 from autobatch.builders import savable_class, savable_name
 from autobatch.serialization import ModelFileError
 

@@ -5,7 +5,7 @@ DyNet's, and their outputs equal DyNet's for the same parameter values
 (tests/data/builders_dynet.json, recorded with dynet38)."""
 import numpy as np
 
-from autobatch._core import (
+from autobatch.api.core import (
     affine_transform, cg_version, cmult, const_parameter, parameter, logistic, lstm_cell, lstm_gates, lstm_hidden, noise, tanh, zeros,
 )
 from autobatch.builders import VanillaLSTMBuilder, register_savable

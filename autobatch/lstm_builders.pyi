@@ -1,5 +1,5 @@
 # Types of autobatch.lstm_builders; checked by stubtest in CI (.ci/stubs).
-from autobatch._core import Expression, Parameters
+from autobatch.api.core import Expression, Parameters
 from autobatch.builders import VanillaLSTMBuilder
 from autobatch.parameters import ParameterCollection
 from autobatch.rnn_base import _RNNBuilder

@@ -22,7 +22,7 @@ Semantics follow DyNet's (python/_dynet.pyx, dynet/io.cc):
 import os
 
 from autobatch import dynet_format, serialization
-from autobatch._core import LookupParameters
+from autobatch.api.core import LookupParameters
 from autobatch.serialization import (MAGIC, MAGIC_V1, ModelFileError, _NAME, _all_params, _label,
                                      _read_all, _source, _split, _write_atomic, parse_records,
                                      write_records)

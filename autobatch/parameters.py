@@ -13,8 +13,9 @@ import re
 
 import numpy as np
 
-from autobatch import _core, _update
-from autobatch._core import LookupParameters, Parameters
+from autobatch import _update
+from autobatch.api import core as _core
+from autobatch.api.core import LookupParameters, Parameters
 from autobatch import model_files, serialization
 from autobatch.dynet_params import default_weight_decay
 from autobatch.initializers import (  # noqa: F401  (re-exported)

@@ -4,7 +4,7 @@ from typing import IO, Any, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from autobatch._core import LookupParameters, Parameters
+from autobatch.api.core import LookupParameters, Parameters
 
 _Shape = int | Sequence[int]
 # None (Glorot), a number, an initializer, an array, or a name ('glorot', 'normal', ...)

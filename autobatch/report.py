@@ -35,8 +35,8 @@ def config_info():
     import scipy
 
     import autobatch
-    from autobatch._kernels_elementwise import simd_level
-    from autobatch._packed import packed_isa, packed_limits
+    from autobatch.kernels.elementwise import simd_level
+    from autobatch.kernels.packed import packed_isa, packed_limits
 
     extras = {}
     for module, distribution, _ in EXTRAS:

@@ -8,7 +8,7 @@ DyNet and by us use the same keys); `initial_state()` starts a sequence and ever
 """
 import math
 
-from autobatch._core import (
+from autobatch.api.core import (
     Expression, cg_version, cmult, dropout, inputVector, ones, parameter, zeros,
 )
 

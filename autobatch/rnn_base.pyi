@@ -2,7 +2,7 @@
 # checked by stubtest in CI (.ci/stubs).
 from typing import Any, Iterable, Sequence
 
-from autobatch._core import Expression, Parameters
+from autobatch.api.core import Expression, Parameters
 from autobatch.parameters import ParameterCollection
 
 _Spec = dict[str, Any]

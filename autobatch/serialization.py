@@ -60,7 +60,7 @@ import zlib
 
 import numpy as np
 
-from autobatch._core import LookupParameters, Parameters
+from autobatch.api.core import LookupParameters, Parameters
 from autobatch import legacy_names
 from autobatch.builders import savable_class, savable_name
 

@@ -6,7 +6,7 @@ the same parameters (tests/data/builders_dynet.json)."""
 import numpy as np
 
 from autobatch import parameters as _parameters
-from autobatch._core import (
+from autobatch.api.core import (
     affine_transform, concatenate, concatenate_to_batch, log_softmax, parameter,
     pick, pick_batch_elem, pickneglogsoftmax, pickneglogsoftmax_batch, scalarInput, softmax,
 )

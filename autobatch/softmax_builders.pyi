@@ -1,7 +1,7 @@
 # Types of autobatch.softmax_builders; checked by stubtest in CI (.ci/stubs).
 from typing import Mapping, Sequence
 
-from autobatch._core import Expression
+from autobatch.api.core import Expression
 from autobatch.parameters import ParameterCollection
 
 def read_cluster_file(fname: str, word_dict: Mapping[str, int]) -> tuple[list[str], list[list[int]]]: ...

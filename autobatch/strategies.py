@@ -16,7 +16,7 @@ and choose it by name::
 arguments are all computed, grouped by signature. It returns a signature id (run all
 its ready nodes as one batch) or ``(signature, node_ids)`` (run only those).
 """
-from autobatch._strategies import (AGENDA, CRITICAL, DEPTH, NONE, Frontier, available_strategies,
+from autobatch.engine.strategies import (AGENDA, CRITICAL, DEPTH, NONE, Frontier, available_strategies,
                                    default_strategy, register_strategy, set_default_strategy)
 
 

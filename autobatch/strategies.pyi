@@ -1,7 +1,7 @@
 # Types of autobatch.strategies; checked by stubtest in CI (.ci/stubs).
 from typing import ClassVar
 
-from autobatch._strategies import (AGENDA as AGENDA, CRITICAL as CRITICAL, DEPTH as DEPTH,
+from autobatch.engine.strategies import (AGENDA as AGENDA, CRITICAL as CRITICAL, DEPTH as DEPTH,
                                    NONE as NONE, BuiltinStrategy, Frontier as Frontier,
                                    available_strategies as available_strategies,
                                    default_strategy as default_strategy,

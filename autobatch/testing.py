@@ -27,7 +27,7 @@ every evaluation.
 import numpy as np
 
 import autobatch as dy
-from autobatch._optable import op_info
+from autobatch.engine.optable import op_info
 
 __all__ = ["gradients", "check_grad", "check_batching_invariance", "check_schedule",
            "random_program", "program_parameters", "build_program", "to_full", "from_full",

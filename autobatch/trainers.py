@@ -33,7 +33,7 @@ import warnings
 import numpy as np
 
 from autobatch import _update
-from autobatch._core import LookupParameters
+from autobatch.api.core import LookupParameters
 
 
 def hyperparameter(name, value, lo=0.0, hi=float("inf"), lo_open=False, hi_open=False):

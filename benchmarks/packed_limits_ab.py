@@ -1,10 +1,10 @@
-"""The AVX2 kernel's cap on packed weight gradients (autobatch/_packed.pyx,
+"""The AVX2 kernel's cap on packed weight gradients (autobatch/kernels/packed.pyx,
 GRAD_MAX_ELEMS_AVX2) on vs lifted, in one process, training steps interleaved (on,
 off, off, on, ...); CPU time of this process (time.process_time) on one thread, wall
 time on more.
 OPENBLAS_NUM_THREADS=1 python benchmarks/packed_limits_ab.py STEPS TASK:VARIANT[@THREADS] ..."""
 import statistics, sys, time
-from autobatch import _packed
+from autobatch.kernels import packed as _packed
 from autobatch.bench import data as D
 from autobatch.bench.run import AutobatchSystem
 steps = int(sys.argv[1])

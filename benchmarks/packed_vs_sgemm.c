@@ -1,4 +1,4 @@
-/* The packed-weight kernel (autobatch/_gemm_packed.h, AVX2: panels of 16 rows) against
+/* The packed-weight kernel (autobatch/kernels/gemm_packed.h, AVX2: panels of 16 rows) against
  * scipy's OpenBLAS sgemm on one shape, best of 30 interleaved rounds, one thread.
  *
  *   LIB=$(python -c "import scipy, os; print(os.path.join(os.path.dirname(scipy.__file__) + '.libs'))")
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-#include "../autobatch/_gemm_packed.h"
+#include "../autobatch/kernels/gemm_packed.h"
 
 void scipy_sgemm_(const char*, const char*, const int*, const int*, const int*, const float*,
                   const float*, const int*, const float*, const int*, const float*, float*,

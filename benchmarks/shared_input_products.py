@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from autobatch._packed import packed_gemm_for_tests
+from autobatch.kernels.packed import packed_gemm_for_tests
 
 rng = np.random.default_rng(0)
 

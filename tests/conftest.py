@@ -7,7 +7,7 @@ so that the op cases, batching and fusion tests check the split paths too:
 import os
 
 import autobatch as dy
-from autobatch._threads import set_split_thresholds
+from autobatch.runtime.threads import set_split_thresholds
 
 if os.environ.get("AUTOBATCH_TEST_SPLIT"):
     dy.set_num_threads(int(os.environ["AUTOBATCH_TEST_SPLIT"]))

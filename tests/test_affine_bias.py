@@ -118,7 +118,7 @@ def test_a_shared_bias_split_over_threads_gives_the_one_thread_bits():
     """A batch's shared bias on two threads (forced: AUTOBATCH_TEST_SPLIT's thresholds):
     repeated into ranges of columns, its gradient summed over ranges of its rows;
     rows 100 (not a multiple of the 16-float ranges), 300 instances."""
-    from autobatch._threads import set_split_thresholds
+    from autobatch.runtime.threads import set_split_thresholds
     pc = dy.ParameterCollection(seed=1)
     W, b = pc.add_parameters((100, 8)), pc.add_parameters(100)
     xs = [rand(10 + i, 8) for i in range(300)]
@@ -146,7 +146,7 @@ def test_a_shared_bias_split_over_threads_gives_the_one_thread_bits():
     finally:
         dy.set_num_threads(before)
         set_split_thresholds(*old)
-    from autobatch._packed import packed_isa
+    from autobatch.kernels.packed import packed_isa
     if packed_isa() != "off":       # a split sgemm may differ in the last bits
         np.testing.assert_array_equal(two[0], one[0])
     np.testing.assert_allclose(two[0], one[0], rtol=1e-5, atol=1e-6)

@@ -1,4 +1,4 @@
-"""Kernel-level tests of autobatch._kernels_conv (batched conv2d and maxpooling2d).
+"""Kernel-level tests of autobatch.kernels.conv (batched conv2d and maxpooling2d).
 
 The references below are plain float64 numpy written from DyNet's rules (see the
 module docstring of _kernels_conv), not from the kernels; their gradients are checked
@@ -12,7 +12,7 @@ import os
 import numpy as np
 import pytest
 
-from autobatch import _kernels_conv_np as K
+from autobatch.kernels import conv_testing as K
 
 FLT_MAX = float(np.finfo(np.float32).max)
 DATA = os.path.join(os.path.dirname(__file__), "data", "conv_dynet.npz")

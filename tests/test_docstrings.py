@@ -92,7 +92,7 @@ def test_public_data_is_described_in_its_module_docstring():
 
 def returns_expressions():
     """The functions that _core's stub says build expressions (return Expression)."""
-    stub = pathlib.Path(autobatch.__file__).resolve().parent / "_core.pyi"
+    stub = pathlib.Path(autobatch.__file__).resolve().parent / "api/core.pyi"
     return {node.name for node in ast.parse(stub.read_text()).body
             if isinstance(node, ast.FunctionDef) and node.returns is not None
             and "Expression" in ast.unparse(node.returns)}
@@ -100,7 +100,7 @@ def returns_expressions():
 
 BUILDERS = returns_expressions()
 OPS = [(q, v) for q, v, owner in ALL
-       if owner is None and inspect.isroutine(v) and v.__module__ in ("autobatch", "autobatch._core")
+       if owner is None and inspect.isroutine(v) and v.__module__ in ("autobatch", "autobatch.api.core")
        and v.__name__ in BUILDERS]
 
 

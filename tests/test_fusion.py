@@ -1,4 +1,4 @@
-"""Fused elementwise chains (autobatch/_fusion.pyx, docs/fusion.md): every fused path
+"""Fused elementwise chains (autobatch/engine/fusion.pyx, docs/fusion.md): every fused path
 gives the values and gradients of the unfused one under every strategy, on random
 graphs whose chains do and do not qualify (several consumers, values read in the
 middle of the graph, nodes the user holds, consumers added after a forward), is

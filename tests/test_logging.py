@@ -16,7 +16,7 @@ PACKAGE = pathlib.Path(dy.__file__).resolve().parent
 # (file, the line's text): output that is the function's purpose
 PRINTS_ON_PURPOSE = {
     ("report.py", "print(format_config(), file=file or sys.stdout)"),        # show_config
-    ("_stats.pyx", 'print(f"#{bi:<5d} {op_name(v, first):<22s} x{n:<4d} sig={v.nodes[first].sig:<5d} "'),
+    ("engine/stats.pyx", 'print(f"#{bi:<5d} {op_name(v, first):<22s} x{n:<4d} sig={v.nodes[first].sig:<5d} "'),
     ("trainers.py", 'sys.stderr.write(f"[lr={self.learning_rate:g} clips={self._clips_since_status} "'),
 }
 

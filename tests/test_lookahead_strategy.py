@@ -1,4 +1,4 @@
-"""The built-in 'lookahead' strategy (autobatch/_strategies.pyx, over the scheduler's
+"""The built-in 'lookahead' strategy (autobatch/engine/strategies.pyx, over the scheduler's
 feeder lists): on the graphs of the five bench tasks, both model variants, it reaches
 the lower bound on the number of batches (cg().batch_lower_bound()), never needs more
 batches than 'critical', and its schedule is deterministic. Batched == unbatched for

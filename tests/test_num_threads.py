@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import autobatch as dy
-from autobatch._threads import gemm_for_tests, set_split_thresholds
+from autobatch.runtime.threads import gemm_for_tests, set_split_thresholds
 STRATEGIES = ["none", "depth", "agenda", "critical", "lookahead"]
 
 

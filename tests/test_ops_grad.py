@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import autobatch as dy
-from autobatch._optable import op_names
+from autobatch.engine.optable import op_names
 from autobatch.testing import check_grad, gradients
 
 from op_cases import CASES, LEAVES, Ctx, all_variants

@@ -1,4 +1,4 @@
-"""Products with a parameter's W packed once per pass (autobatch/_packed.pyx).
+"""Products with a parameter's W packed once per pass (autobatch/kernels/packed.pyx).
 
 The kernel against float64 and sgemm (a tolerance: its bits follow OpenBLAS's only on
 some shapes) on both instruction sets, at the tails of its panels (rows) and register
@@ -10,8 +10,8 @@ import pytest
 
 import autobatch as dy
 import autobatch.testing
-from autobatch import _packed
-from autobatch._threads import gemm_for_tests, set_split_thresholds
+from autobatch.kernels import packed as _packed
+from autobatch.runtime.threads import gemm_for_tests, set_split_thresholds
 
 
 

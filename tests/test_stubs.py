@@ -17,9 +17,9 @@ PACKAGE = pathlib.Path(autobatch.__file__).resolve().parent
 
 @functools.cache
 def stub(module):
-    """{name: ast node} of autobatch/<module>.pyi, star imports followed."""
-    path = PACKAGE / f"{module}.pyi"
-    assert path.exists(), f"no stub {path.name} for autobatch.{module}"
+    """{name: ast node} of autobatch/<module path>.pyi, star imports followed."""
+    path = PACKAGE / (module.replace(".", "/") + ".pyi")
+    assert path.exists(), f"no stub {path.relative_to(PACKAGE)} for autobatch.{module}"
     names = {}
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):

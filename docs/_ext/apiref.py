@@ -13,22 +13,22 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 # (title, test on the object): the first group that accepts a name gets it
 GROUPS = [
-    ("The computation graph", lambda o: _file(o) in ("_expression.pxi", "_reuse.pxi")
-     or _module(o) == "autobatch._graph"),
-    ("Leaves: parameters, lookups, inputs, constants", lambda o: _file(o) == "_ops_inputs.pxi"),
-    ("Elementwise functions (one line of _elementwise.h each)",
+    ("The computation graph", lambda o: _file(o) in ("api/expression.pxi", "api/static_graphs.pxi")
+     or _module(o) == "autobatch.engine.graph"),
+    ("Leaves: parameters, lookups, inputs, constants", lambda o: _file(o) == "api/ops_inputs.pxi"),
+    ("Elementwise functions (one line of kernels/elementwise.h each)",
      lambda o: (_module(o) == "autobatch" and inspect.isroutine(o))
      or (isinstance(o, dict) and o and all(inspect.isroutine(v) for v in o.values()))),
-    ("Arithmetic", lambda o: _file(o) == "_ops_math.pxi"),
-    ("Reductions and softmax", lambda o: _file(o) == "_ops_reduce.pxi"),
-    ("Structure, losses that pick, LSTM cells", lambda o: _file(o) == "_ops_structure.pxi"),
-    ("Selecting and pooling", lambda o: _file(o) == "_ops_select.pxi"),
-    ("Linear algebra, contractions, 1-d convolutions", lambda o: _file(o) == "_ops_linalg.pxi"),
-    ("Images", lambda o: _file(o) == "_ops_conv.pxi"),
-    ("Statistics", lambda o: _file(o) == "_ops_stats.pxi"),
-    ("Losses", lambda o: _file(o) == "_ops_losses.pxi"),
-    ("Random values", lambda o: _file(o) == "_ops_random.pxi"),
-    ("Parameters", lambda o: (inspect.isclass(o) and _module(o) == "autobatch._core")
+    ("Arithmetic", lambda o: _file(o) == "api/ops_math.pxi"),
+    ("Reductions and softmax", lambda o: _file(o) == "api/ops_reduce.pxi"),
+    ("Structure, losses that pick, LSTM cells", lambda o: _file(o) == "api/ops_structure.pxi"),
+    ("Selecting and pooling", lambda o: _file(o) == "api/ops_select.pxi"),
+    ("Linear algebra, contractions, 1-d convolutions", lambda o: _file(o) == "api/ops_linalg.pxi"),
+    ("Images", lambda o: _file(o) == "api/ops_conv.pxi"),
+    ("Statistics", lambda o: _file(o) == "api/ops_stats.pxi"),
+    ("Losses", lambda o: _file(o) == "api/ops_losses.pxi"),
+    ("Random values", lambda o: _file(o) == "api/ops_random.pxi"),
+    ("Parameters", lambda o: (inspect.isclass(o) and _module(o) == "autobatch.api.core")
      or _module(o) == "autobatch.parameters"),
     ("Global settings (DyNet's)", lambda o: _module(o) == "autobatch.dynet_params"),
     ("Initializers", lambda o: _module(o) == "autobatch.initializers"),
@@ -36,7 +36,7 @@ GROUPS = [
     ("Builders", lambda o: _module(o) in ("autobatch.builders", "autobatch.rnn_base",
                                           "autobatch.lstm_builders", "autobatch.softmax_builders")),
     ("Saving and loading", lambda o: _module(o) == "autobatch.serialization"),
-    ("Strategies", lambda o: _module(o) in ("autobatch._strategies", "autobatch.strategies")),
+    ("Strategies", lambda o: _module(o) in ("autobatch.engine.strategies", "autobatch.strategies")),
     ("Configuration and reports", lambda o: _module(o) in ("autobatch.blas", "autobatch.report")),
     ("Errors", lambda o: _module(o) == "autobatch.errors"),
     ("Other", lambda o: True),

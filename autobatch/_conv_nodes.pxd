@@ -1,8 +1,0 @@
-# The conv ops' batch kernels: the images of every node of a batch go to one call of
-# the raw kernels of _kernels_conv.
-from autobatch._nodes cimport Batch
-
-cdef void conv2d_batch_fwd(Batch* b) noexcept nogil
-cdef void conv2d_batch_bwd(Batch* b) noexcept nogil
-cdef void maxpool2d_batch_fwd(Batch* b) noexcept nogil
-cdef void maxpool2d_batch_bwd(Batch* b) noexcept nogil

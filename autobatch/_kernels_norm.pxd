@@ -1,5 +1,0 @@
-# Normalisation kernels: layer_norm.
-from autobatch._nodes cimport Batch
-
-cdef void layer_norm_fwd(Batch* b) noexcept nogil
-cdef void layer_norm_bwd(Batch* b) noexcept nogil

@@ -1,9 +1,0 @@
-# Fused LSTM cells.
-from autobatch._nodes cimport Batch
-
-cdef void lstm_gates_fwd(Batch* b) noexcept nogil
-cdef void lstm_gates_bwd(Batch* b) noexcept nogil
-cdef void lstm_cell_fwd(Batch* b) noexcept nogil
-cdef void lstm_cell_bwd(Batch* b) noexcept nogil
-cdef void lstm_hidden_fwd(Batch* b) noexcept nogil
-cdef void lstm_hidden_bwd(Batch* b) noexcept nogil

@@ -1,7 +1,0 @@
-# Sparse relatives of softmax: sparsemax and constrained softmax.
-from autobatch._nodes cimport Batch
-
-cdef void sparsemax_fwd(Batch* b) noexcept nogil
-cdef void sparsemax_bwd(Batch* b) noexcept nogil
-cdef void csoftmax_fwd(Batch* b) noexcept nogil
-cdef void csoftmax_bwd(Batch* b) noexcept nogil

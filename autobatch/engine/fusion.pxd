@@ -1,0 +1,12 @@
+# Fusion of elementwise chains: after a batch ran, its nodes' single elementwise
+# consumers run at once, as one pass over the batch (see docs/fusion.md).
+from libc.stdint cimport int32_t, int64_t
+from autobatch.engine.executor cimport BatchLog
+from autobatch.runtime.nodes cimport Batch, NodeView
+from autobatch.engine.scheduler cimport Sched
+
+cdef int64_t fuse_chain(Sched* s, const NodeView* v, BatchLog* log, Batch* ctx, int n,
+                        bint check_validity) except -1
+cdef int64_t chain_start(const BatchLog* log, int64_t last) noexcept nogil
+cdef bint chain_backward(const NodeView* v, const BatchLog* log, int64_t first, int64_t last,
+                         int32_t stamp, const int32_t* mark) noexcept nogil

@@ -1,0 +1,603 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The computation graph: node storage (C arrays, append-only) and the public
+methods. A forward collects the needed nodes (scheduler), lets the strategy pick
+batches (strategies), runs each (executor); backward replays the batches in reverse
+(backward); stats reports what happened."""
+import sys
+
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free
+from libc.string cimport memcpy, memset
+from cpython.exc cimport PyErr_CheckSignals
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+from autobatch.engine.backward cimport backward_pass, mark_used_rows
+from autobatch.engine.checkpoints cimport computed_any, uncompute, drop_signatures, drop_uses
+from autobatch.engine.executor cimport run_batch, log_reset, log_free
+from autobatch.runtime.nodes cimport OpDef, elems, MAX_DIMS, F_DONE, F_NEEDS_GRAD
+from autobatch.engine.optable cimport op_table, OP_NOBACKPROP
+from autobatch.runtime.rng cimport rng_seed
+from autobatch.runtime.memory cimport (arena_alloc_or_raise, arena_reset, arena_free,
+                                arena_capacity, arena_mark, arena_revert, grow)
+from autobatch.engine.fusion cimport fuse_chain
+from autobatch.kernels.packed cimport packs_begin, packs_free
+from autobatch.engine.scheduler cimport (sched_collect_many, sched_prepare, sched_push_initial,
+                                   sched_release, sched_release_ids, sched_free)
+from autobatch.engine.signatures cimport sig_intern, sig_reset, sig_truncate, sig_free
+from autobatch.runtime.profile cimport Profile, Traffic
+from autobatch.engine.stats cimport (batch_stats, fusion_stats, batch_list, print_batch_list, print_graphviz,
+                               lower_bound, operand_stats, profile_stats, profiling_enabled)
+from autobatch.engine.strategies cimport (S_NONE, S_AGENDA, S_DEPTH, S_LOOKAHEAD, S_PYTHON, strategy_id,
+                                    pick_batch)
+from autobatch.engine.strategies import resolve_strategy
+from autobatch.errors import StaleExpressionError
+
+cdef const OpDef* OPS = op_table()
+cdef int32_t _last_version = -1        # the first graph is version 0, as in DyNet
+
+
+cdef int32_t new_version() except -1:
+    """A graph version never used before, in any thread (renew_cg and cg_revert):
+    0, 1, 2 ... as DyNet numbers its graphs (a revert takes one too)."""
+    global _last_version
+    if _last_version >= 2147483600:
+        raise OverflowError("autobatch: too many computation graphs in one process")
+    _last_version += 1
+    return _last_version
+
+cdef inline double now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + ts.tv_nsec * 1e-9
+
+
+cdef class ComputationGraph:
+    """One lazily evaluated graph. Create through `renew_cg()`."""
+
+    def __init__(self, strategy):
+        self.fusion = True
+        self.keepalive = []
+        self.version_id = self.base_version = new_version()
+        self._clear()
+        self.nodes = <Node*>grow(self.nodes, &self.cap_nodes, NODE_HEADROOM, sizeof(Node))
+        self.set_strategy(strategy)
+        self.t_last = now()
+
+    def __dealloc__(self):
+        arena_free(&self.leaf_arena)
+        arena_free(&self.arena)
+        arena_free(&self.garena)
+        free(self.nodes)
+        free(self.born)
+        free(self.checkpoints)
+        free(self.args)
+        free(self.ibuf)
+        free(self.tables)
+        free(self.marks)
+        sig_free(&self.sigs)
+        packs_free(&self.packs)
+        sched_free(&self.sched)
+        log_free(&self.log)
+
+    cdef void _clear(self):
+        self.n_nodes = self.n_args = self.n_ibuf = self.n_tables = self.n_marks = 0
+        self.n_checkpoints = 0
+        self.backward_target = -1
+        sig_reset(&self.sigs)
+        log_reset(&self.log)
+        self.t_build = self.t_schedule = self.t_forward = self.t_backward = 0
+        self.n_forward_calls = self.n_backward_calls = 0
+        self.profiling = profiling_enabled()
+        memset(&self.prof, 0, sizeof(Profile))
+        memset(&self.traffic, 0, sizeof(Traffic))
+        self.n_backward_chains = 0
+        self.n_shared_weight_grads = 0
+
+    cdef start(self, strategy, int version, uint64_t seed, bint immediate_compute=False,
+               bint check_validity=False, bint fusion=True):
+        """Start a new graph in the same memory (arenas keep their capacity)."""
+        self.check_idle()
+        self.fusion = fusion
+        self.immediate_compute = immediate_compute
+        self.check_validity = check_validity
+        arena_reset(&self.leaf_arena)
+        arena_reset(&self.arena)
+        arena_reset(&self.garena)
+        self.keepalive = []
+        self.version_id = self.base_version = version
+        self._clear()
+        self.set_strategy(strategy)
+        rng_seed(&self.rng, seed)
+        self.t_last = now()
+
+    cpdef set_strategy(self, strategy):
+        """Use ``strategy`` (a registered name such as "agenda", or a strategy object) for the
+        batches computed from now on in this graph; ``renew_cg(strategy=...)`` sets it for a new
+        graph. ValueError for an unknown name.
+        """
+        self.strategy = resolve_strategy(strategy)
+        self.strategy_id = strategy_id(self.strategy)
+
+    cdef NodeView view(self) noexcept:
+        cdef NodeView v
+        v.nodes = self.nodes
+        v.args = self.args
+        v.ibuf = self.ibuf
+        v.n = self.n_nodes
+        return v
+
+    cdef Batch context(self) noexcept:
+        """What kernels may touch, for the executor and backward to fill per batch."""
+        cdef Batch b
+        memset(&b, 0, sizeof(Batch))
+        b.nodes = self.nodes
+        b.args = self.args
+        b.ibuf = self.ibuf
+        b.tables = self.tables
+        b.arena = &self.arena
+        b.scratch = &self.garena
+        b.rng = &self.rng
+        b.packs = &self.packs
+        b.prof = &self.prof if self.profiling else NULL
+        b.traffic = &self.traffic
+        return b
+
+    # ------------------------------------------------------------ nodes ----
+
+    cdef int32_t add_node(self, int op, int nargs, const int32_t* argv, Shape shape,
+                          int32_t idata=0, const Attrs* attr=NULL, bint headroom=True) except -1:
+        """Append a node (its shape checked by the caller) with its typed attributes.
+
+        The node array keeps NODE_HEADROOM free slots after every node added with
+        headroom: a Parameters used as an Expression gets its node of this graph while
+        an op checks its arguments (headroom=False), after the op may already hold
+        Node* of earlier arguments; those nodes use the free slots, so the array does
+        not move under the op (up to NODE_HEADROOM arguments)."""
+        cdef int64_t i = self.n_nodes
+        cdef int a
+        if self.busy:
+            self.check_idle()
+        if i >= 2147483000:
+            raise MemoryError("autobatch: too many nodes in one graph")
+        for a in range(nargs):      # earlier nodes of this graph only (never read elsewhere)
+            if not 0 <= argv[a] < i:
+                raise StaleExpressionError(f"argument {a} is not a node of this graph: an "
+                                           f"Expression changed while the op was built")
+        self.nodes = <Node*>grow(self.nodes, &self.cap_nodes,
+                                 i + 1 + (NODE_HEADROOM if headroom else 0), sizeof(Node))
+        self.born = <int32_t*>grow(self.born, &self.cap_born, i + 1, sizeof(int32_t))
+        self.born[i] = self.version_id
+        self.args = <int32_t*>grow(self.args, &self.cap_args, self.n_args + nargs, sizeof(int32_t))
+        cdef Node* n = &self.nodes[i]
+        memset(n, 0, sizeof(Node))
+        n.op = op
+        n.nargs = nargs
+        n.args_at = <int32_t>self.n_args
+        n.nd = shape.nd
+        for a in range(MAX_DIMS):
+            n.d[a] = shape.d[a]
+        n.bs = shape.bs
+        n.size = elems(n) * shape.bs
+        if attr != NULL:
+            n.attr = attr[0]
+        n.idata = idata
+        cdef Node* arg
+        for a in range(nargs):
+            self.args[self.n_args + a] = argv[a]
+            arg = &self.nodes[argv[a]]
+            arg.uses += 1
+            if arg.flags & F_NEEDS_GRAD:
+                n.flags |= F_NEEDS_GRAD
+        if op == OP_NOBACKPROP:
+            n.flags &= ~F_NEEDS_GRAD
+        self.n_args += nargs
+        self.n_nodes = i + 1
+        if OPS[op].leaf:
+            n.sig = -1
+            n.flags |= F_DONE
+        else:
+            view = self.view()
+            n.sig = sig_intern(&self.sigs, &view, <int32_t>i)
+        return <int32_t>i
+
+    cdef float* leaf_memory(self, int32_t i) except NULL:
+        """Arena memory for a leaf's value, filled by the caller."""
+        cdef float* p = arena_alloc_or_raise(&self.leaf_arena, self.nodes[i].size)
+        self.nodes[i].val = p
+        return p
+
+    cdef int32_t add_ints(self, object values, int count) except -1:
+        """Store per-node integer data; returns its offset in ibuf."""
+        cdef int64_t at = self.n_ibuf
+        cdef int k
+        if at + count >= 2147483647:
+            raise MemoryError("autobatch: too many indices in one graph")
+        self.ibuf = <int32_t*>grow(self.ibuf, &self.cap_ibuf, at + count, sizeof(int32_t))
+        for k in range(count):
+            self.ibuf[at + k] = values[k]
+        self.n_ibuf = at + count
+        return <int32_t>at
+
+    cdef int32_t add_table(self, float* values, float* grads) except -1:
+        """The slot of a lookup table (its values, and gradients or NULL) in `tables`."""
+        cdef int64_t n = self.n_tables
+        if n > 0 and self.tables[2 * n - 2] == values and self.tables[2 * n - 1] == grads:
+            return <int32_t>(n - 1)
+        if n >= 1073741823:
+            raise MemoryError("autobatch: too many lookup tables in one graph")
+        self.tables = <float**>grow(self.tables, &self.cap_tables, 2 * n + 2, sizeof(float*))
+        self.tables[2 * n] = values
+        self.tables[2 * n + 1] = grads
+        self.n_tables = n + 1
+        return <int32_t>n
+
+    cdef int add_row_mark(self, int32_t node, uint8_t* used, int32_t whole=0) except -1:
+        """Remember that a backward from `node` or a later node marks the rows of the
+        trainable lookup `node` (whole > 0: all `whole` rows) in `used` (mark_used_rows)."""
+        cdef int64_t n = self.n_marks
+        self.marks = <RowMark*>grow(self.marks, &self.cap_marks, n + 1, sizeof(RowMark))
+        self.marks[n].node = node
+        self.marks[n].whole = whole
+        self.marks[n].used = used
+        self.n_marks = n + 1
+        return 0
+
+    # ---------------------------------------------------------- forward ----
+
+    cdef int check_idle(self) except -1:
+        if self.busy:
+            raise RuntimeError("the graph is in the middle of a forward or backward pass: it "
+                               "cannot be built or computed from inside a strategy's select() "
+                               "or from another thread")
+        return 0
+
+    cdef int forward_to(self, int32_t target) except -1:
+        """Compute `target` and every ancestor not computed yet, in batches."""
+        return self.forward_many(&target, 1)
+
+    cdef int forward_many(self, const int32_t* targets, int64_t n) except -1:
+        """Compute the targets and every ancestor not computed yet, in one forward (so
+        the nodes of all targets batch together)."""
+        cdef int64_t k
+        cdef bint done = True
+        for k in range(n):
+            if not 0 <= targets[k] < self.n_nodes:
+                raise IndexError(f"no node {targets[k]} in this graph ({self.n_nodes} nodes)")
+            done = done and (self.nodes[targets[k]].flags & F_DONE) != 0
+        if done:
+            return 0
+        self.check_idle()
+        self.busy = True
+        try:
+            self._forward(targets, n)
+        finally:
+            self.busy = False
+        return 0
+
+    cdef int _forward(self, const int32_t* targets, int64_t n_targets) except -1:
+        cdef double t0 = now()
+        self.t_build += t0 - self.t_last
+        self.n_forward_calls += 1
+        cdef NodeView v = self.view()
+        cdef Batch ctx = self.context()
+        cdef int64_t count = sched_collect_many(&self.sched, &v, targets, n_targets, False)
+        packs_begin(&self.packs)        # parameters may have changed since the last pass
+        cdef double t_sched = 0, t_run = 0, t1
+        cdef int64_t pos, first, k, fused
+        cdef int n
+        if self.strategy_id == S_NONE:
+            # creation order is a topological order; every node is its own batch
+            t_sched = now() - t0
+            t1 = now()
+            for pos in range(count):
+                run_batch(&self.log, &ctx, &self.sched.needed[pos], 1, self.check_validity)
+                if pos % 64 == 63:
+                    PyErr_CheckSignals()    # Ctrl-C: what ran is kept, the rest runs later
+            t_run = now() - t1
+        else:
+            sched_prepare(&self.sched, &v, self.sigs.n, count,
+                          self.strategy_id != S_AGENDA and self.strategy_id != S_DEPTH,
+                          self.strategy_id == S_LOOKAHEAD)
+            sched_push_initial(&self.sched, &v, count)
+            t_sched = now() - t0
+            while count > 0:
+                t1 = now()
+                n = pick_batch(self.strategy_id, self.strategy, &self.sched, &v, &self.sigs)
+                if self.strategy_id == S_PYTHON:
+                    packs_begin(&self.packs)    # its select() is user code
+                t_sched += now() - t1
+                t1 = now()
+                first = self.log.n
+                run_batch(&self.log, &ctx, self.sched.picked, n, self.check_validity)
+                fused = fuse_chain(&self.sched, &v, &self.log, &ctx, n,
+                                   self.check_validity) if self.fusion else 0
+                t_run += now() - t1
+                t1 = now()
+                sched_release(&self.sched, &v, n)
+                for k in range(first + 1, self.log.n):     # the fused stages
+                    sched_release_ids(&self.sched, &v, self.log.ids + self.log.at[k], n)
+                t_sched += now() - t1
+                count -= n + fused
+                PyErr_CheckSignals()        # Ctrl-C: what ran is kept, the rest runs later
+        self.t_schedule += t_sched
+        self.t_forward += t_run
+        self.t_last = now()
+        return 0
+
+    # --------------------------------------------------------- backward ----
+
+    cdef int backward_from(self, int32_t target, bint full=False) except -1:
+        """Backward is applied completely or not at all: a Ctrl-C that arrives before
+        it starts stops it; one that arrives during it is raised after it finished."""
+        self.check_idle()
+        self.forward_to(target)
+        PyErr_CheckSignals()
+        if elems(&self.nodes[target]) != 1:
+            raise ValueError(f"backward() needs a scalar expression; this one has shape "
+                             f"{self.shape_of(target)} (sum it first, e.g. with dy.sum_elems)")
+        cdef double t0 = now()
+        self.t_build += t0 - self.t_last
+        self.n_backward_calls += 1
+        cdef NodeView v = self.view()
+        cdef Batch ctx = self.context()
+        self.busy = True
+        packs_begin(&self.packs)
+        try:
+            backward_pass(&v, &self.log, &self.sched, &ctx, target, full,
+                          self.strategy_id != S_NONE, self.fusion, &self.n_backward_chains,
+                          &self.n_shared_weight_grads)
+            mark_used_rows(&v, self.marks, self.n_marks, target)
+        finally:
+            self.busy = False
+        self.t_backward += now() - t0
+        self.t_last = now()
+        self.backward_target = target
+        return 0
+
+    # ------------------------------------------------------ inspection ----
+
+    cdef tuple shape_of(self, int32_t i):
+        # a plain loop, not tuple(genexpr): Expression.dim() calls this for every
+        # builder step, and a generator costs a frame and its resumptions per call
+        cdef Node* n = &self.nodes[i]
+        cdef int a
+        cdef list dims = []
+        for a in range(n.nd):
+            dims.append(n.d[a])
+        return tuple(dims)
+
+    cdef object value_array(self, int32_t i, bint grad):
+        """Copy of a node's value (or gradient) as numpy, DyNet's shape conventions
+        (column-major; the batch is the last axis when there is more than one)."""
+        cdef Node* n = &self.nodes[i]
+        out = np.empty(n.size, dtype=np.float32)
+        cdef float[::1] buf = out
+        cdef float* src = n.grad if grad else n.val
+        if grad and (src == NULL or not (n.flags & F_NEEDS_GRAD)):
+            out[:] = 0
+        elif n.size > 0:
+            memcpy(&buf[0], src, n.size * sizeof(float))
+        shape = self.shape_of(i)
+        if n.bs > 1:
+            shape = shape + (n.bs,)
+        return out.reshape(shape, order="F")
+
+    cdef int32_t _index_of(self, e) except -1:
+        """The node of an Expression of this graph (StaleExpressionError otherwise)."""
+        idx, version = e.vindex, e.cg_version
+        if not 0 <= idx < self.n_nodes or not (version == self.version_id or self.owns(version, idx)):
+            raise StaleExpressionError("the Expression does not belong to this computation graph "
+                                       "(it is stale, or the graph was renewed)")
+        return idx
+
+    def forward(self, e):
+        """Compute ``e`` (an Expression, or a node index as DyNet's VariableIndex) and every
+        ancestor not computed yet, in batches chosen by the graph's strategy (as
+        ``e.forward()``)."""
+        self.forward_to(self._node_arg(e))
+
+    def backward(self, e, full=False):
+        """Backward from the scalar ``e`` (an Expression or a node index), as
+        ``e.backward(full)``: the batches of the forward pass in reverse, gradients added
+        into the parameters' (and, with ``full=True``, kept for every node)."""
+        self.backward_from(self._node_arg(e), full)
+
+    def version(self):
+        """This graph's version: renew_cg() gives every new graph a new one (DyNet's
+        ComputationGraph.version)."""
+        return self.version_id
+
+    def stats(self):
+        """Statistics of what ran so far in this graph (see the README)."""
+        cdef NodeView v = self.view()
+        out = {"strategy": getattr(self.strategy, "name", repr(self.strategy))}
+        out.update(batch_stats(&v, &self.log, &self.sigs, self.strategy_id == S_NONE))
+        out["fused"] = fusion_stats(&v, &self.log)
+        out["fused"]["backward_chains"] = int(self.n_backward_chains)
+        out["fused"]["shared_weight_grads"] = int(self.n_shared_weight_grads)
+        out.update({
+            "forward_calls": self.n_forward_calls,
+            "backward_calls": self.n_backward_calls,
+            "seconds": {"build": self.t_build, "schedule": self.t_schedule,
+                        "forward": self.t_forward, "backward": self.t_backward},
+            # bytes used by this graph's values, and by its last backward; the
+            # capacity is what the process keeps for the next graph
+            "arena_bytes": int(self.leaf_arena.peak + self.arena.peak),
+            "grad_arena_bytes": int(self.garena.peak),
+            "arena_capacity_bytes": int(arena_capacity(&self.leaf_arena) + arena_capacity(&self.arena)
+                                        + arena_capacity(&self.garena)),
+            "operands": operand_stats(&self.traffic),
+            "node_capacity": int(self.cap_nodes),     # room for nodes before the array grows
+        })
+        if self.profiling:
+            out["profile"] = profile_stats(&self.prof, self.t_build, self.t_schedule,
+                                           self.t_forward, self.t_backward)
+        return out
+
+    def batches(self):
+        """The batches in execution order: a list of (op name, [node ids])."""
+        cdef NodeView v = self.view()
+        return batch_list(&v, &self.log)
+
+    def print_batches(self, file=None):
+        """Debug view: every batch in execution order with its signature and shapes."""
+        cdef NodeView v = self.view()
+        print_batch_list(&v, &self.log, file or sys.stdout)
+
+    def node_info(self, int32_t i):
+        """(op name, shape, batch size, signature id, argument ids) of node i."""
+        if not 0 <= i < self.n_nodes:
+            raise IndexError(f"no node {i} in this graph ({self.n_nodes} nodes)")
+        cdef Node* n = &self.nodes[i]
+        return (OPS[n.op].name.decode(), self.shape_of(i), n.bs, n.sig,
+                [self.args[n.args_at + a] for a in range(n.nargs)])
+
+    def batch_lower_bound(self):
+        """A lower bound on the number of batches any strategy needs for the scheduled
+        part of this graph: for each signature, the most nodes of that signature on
+        any one dependency path (they can never share a batch). Returns
+        (total, {signature: bound})."""
+        cdef NodeView v = self.view()
+        return lower_bound(&v, &self.sigs)
+
+    def signature_nodes(self):
+        """{signature id: number of nodes created with it}."""
+        return {s: self.sigs.count[s] for s in range(self.sigs.n)}
+
+    @property
+    def num_nodes(self):
+        """The number of nodes created in this graph so far."""
+        return int(self.n_nodes)
+
+    cpdef invalidate(self):
+        """Forget every computed value (not the inputs): the next value() computes
+        the graph again, e.g. after parameters were changed (DyNet's invalidate)."""
+        self.check_idle()
+        cdef int64_t i
+        for i in range(self.n_nodes):
+            if self.nodes[i].sig >= 0:
+                self.nodes[i].flags &= ~F_DONE
+                self.nodes[i].grad = NULL   # its gradient memory goes with the values
+        log_reset(&self.log)
+        arena_reset(&self.arena)        # computed values go; inputs stay (leaf_arena)
+        self.backward_target = -1       # gradients of the old values go too
+        self.resets += 1
+
+    cdef bint owns(self, int32_t version, int32_t idx) noexcept:
+        """Whether node idx made under `version` is a live node of this graph: made
+        since the last renew and not dropped by cg_revert (which gives the graph a new
+        version, so a node made at the same index later has another one)."""
+        return (self.base_version <= version <= self.version_id and 0 <= idx < self.n_nodes
+                and self.born[idx] == version)
+
+    # --------------------------------------------------- checkpoint / revert ----
+
+    def checkpoint(self):
+        """Remember the graph as it is now (DyNet's cg_checkpoint); checkpoints nest."""
+        self.check_idle()
+        cdef int64_t k = self.n_checkpoints
+        self.checkpoints = <Checkpoint*>grow(self.checkpoints, &self.cap_checkpoints, k + 1,
+                                             sizeof(Checkpoint))
+        cdef Checkpoint* cp = &self.checkpoints[k]
+        cp.n_nodes, cp.n_args, cp.n_ibuf = self.n_nodes, self.n_args, self.n_ibuf
+        cp.n_tables, cp.n_sigs, cp.n_keepalive = self.n_tables, self.sigs.n, len(self.keepalive)
+        cp.n_marks = self.n_marks
+        cp.log_n, cp.log_n_ids, cp.resets = self.log.n, self.log.n_ids, self.resets
+        cp.leaf = arena_mark(&self.leaf_arena)
+        cp.values = arena_mark(&self.arena)
+        self.n_checkpoints = k + 1
+
+    def revert(self):
+        """Drop every node made since the last checkpoint and forget that checkpoint
+        (DyNet's cg_revert; without a checkpoint it does nothing). Expressions of
+        dropped nodes raise StaleExpressionError from now on; older ones stay valid and
+        keep their computed values unless a batch computed since the checkpoint held a
+        dropped node (then that part is computed again when needed). The graph gets a
+        new version (cg_version()), so caches keyed by it are rebuilt."""
+        self.check_idle()
+        if self.n_checkpoints == 0:
+            return
+        self.n_checkpoints -= 1
+        cdef Checkpoint cp = self.checkpoints[self.n_checkpoints]
+        drop_signatures(self.nodes, &self.sigs, cp.n_nodes, self.n_nodes, cp.n_sigs)
+        drop_uses(self.nodes, self.args, cp.n_nodes, self.n_nodes)
+        if cp.resets != self.resets:            # recalculated since: the marks are void
+            if computed_any(&self.log, 0, <int32_t>cp.n_nodes):
+                self.invalidate()
+        elif computed_any(&self.log, cp.log_n, <int32_t>cp.n_nodes):
+            uncompute(self.nodes, &self.log, cp.log_n)
+            arena_revert(&self.arena, cp.values)
+        # leaves get their memory only when they are made: what came after the mark
+        # belonged to dropped leaves
+        arena_revert(&self.leaf_arena, cp.leaf)
+        self.n_nodes, self.n_args, self.n_ibuf = cp.n_nodes, cp.n_args, cp.n_ibuf
+        self.n_tables, self.n_marks = cp.n_tables, cp.n_marks
+        del self.keepalive[cp.n_keepalive:]
+        if self.backward_target >= cp.n_nodes:  # the loss was dropped: its gradients go
+            self.backward_target = -1
+        self.version_id = new_version()
+
+    # ------------------------------------------------- DyNet's graph calls ----
+
+    def renew(self, immediate_compute=False, check_validity=False, autobatching=None,
+              strategy=None, fusion=None):
+        """`dy.renew_cg(...)` for this graph, which must be the calling thread's; returns it."""
+        from autobatch.api.core import cg, renew_cg
+        if cg() is not self:
+            raise RuntimeError("renew: this is not the calling thread's current graph")
+        return renew_cg(immediate_compute, check_validity, strategy=strategy,
+                        autobatching=autobatching, fusion=fusion)
+
+    cdef int32_t _node_arg(self, e) except -1:
+        """A node from an Expression or DyNet's VariableIndex (an int)."""
+        if isinstance(e, int) and not isinstance(e, bool):
+            if not 0 <= e < self.n_nodes:
+                raise IndexError(f"no node {e} in this graph ({self.n_nodes} nodes)")
+            return e
+        if not hasattr(e, "vindex"):
+            raise TypeError(f"expected an Expression or a node index, got {type(e).__name__}")
+        return self._index_of(e)
+
+    def inc_forward(self, e):
+        """Compute node `e` (an Expression or a node index) and what it needs, keeping
+        what is already computed (DyNet's incremental_forward)."""
+        self.forward_to(self._node_arg(e))
+
+    def inc_forward_scalar(self, e):
+        """`inc_forward`, then the value of a one-element node as a float."""
+        return self._scalar(self._node_arg(e), False)
+
+    def inc_forward_vec(self, e):
+        """`inc_forward`, then the value as a flat list (column-major, batch last)."""
+        return self._vec(self._node_arg(e), False)
+
+    def forward_scalar(self, e):
+        """Compute every value again up to `e` (DyNet's forward) and return it as a
+        float; `e` must have one element."""
+        return self._scalar(self._node_arg(e), True)
+
+    def forward_vec(self, e):
+        """Compute every value again up to `e` and return it as a flat list."""
+        return self._vec(self._node_arg(e), True)
+
+    def _scalar(self, int32_t i, bint again):
+        if self.nodes[i].size != 1:
+            raise ValueError(f"forward_scalar: node {i} has {self.nodes[i].size} elements, not one")
+        return float(self._vec(i, again)[0])
+
+    def _vec(self, int32_t i, bint again):
+        if again:
+            self.invalidate()
+        self.forward_to(i)
+        return self.value_array(i, False).ravel(order="F").tolist()
+
+    def print_graphviz(self, file=None):
+        """The graph in Graphviz's dot language, one line per node "vI = op(vJ, ...)
+        shape", to `file` (default: standard error, as DyNet)."""
+        out = file if file is not None else sys.stderr
+        if not callable(getattr(out, "write", None)):
+            raise TypeError(f"print_graphviz: file must have a write() method, got {type(file).__name__}")
+        cdef NodeView v = self.view()
+        print_graphviz(&v, out)

@@ -1,0 +1,32 @@
+# The engine's one-thread BLAS call: column-major gemm through scipy's cython_blas,
+# with gemv/ger for the shapes sgemm handles badly. Declarations only (no module);
+# kernels call common.gemm, which may split a large product over threads.
+from libc.string cimport memset
+from scipy.linalg.cython_blas cimport sgemm, sgemv, sger
+
+cdef inline void gemm_serial(char ta, char tb, int m, int n, int k, float alpha,
+                             float* A, int lda, float* B, int ldb, float beta,
+                             float* C, int ldc) noexcept nogil:
+    """Column-major C = alpha op(A) op(B) + beta C. One column goes to gemv and a
+    rank-1 update to ger: sgemm would pack the whole of A for them on every call."""
+    cdef int i, one = 1, inc
+    if m == 0 or n == 0:
+        return
+    if k == 0:
+        if beta == 0.0:
+            for i in range(n):
+                memset(C + i * ldc, 0, m * sizeof(float))
+        return
+    if n == 1:
+        inc = 1 if tb == b'N' else ldb
+        if ta == b'N':
+            sgemv(&ta, &m, &k, &alpha, A, &lda, B, &inc, &beta, C, &one)
+        else:
+            sgemv(&ta, &k, &m, &alpha, A, &lda, B, &inc, &beta, C, &one)
+        return
+    if k == 1 and beta == 1.0:
+        inc = 1 if ta == b'N' else lda
+        i = 1 if tb == b'T' else ldb
+        sger(&m, &n, &alpha, A, &inc, B, &i, C, &ldc)
+        return
+    sgemm(&ta, &tb, &m, &n, &k, &alpha, A, &lda, B, &ldb, &beta, C, &ldc)
