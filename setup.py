@@ -43,13 +43,14 @@ MOD_NAMES = [
     "autobatch.engine.graph",           # node storage and the graph's public methods
     # api/: the DyNet-style expression API, one extension of several includes
     "autobatch.api.core",
-    "autobatch._update",                # the trainers' update rules as compiled loops
+    # model/: the trainers' update rules as compiled loops
+    "autobatch.model.update_rules",
 ]
 
 # the trainers' rules: exact float32 rounding order (they must give the numbers of the
 # numpy expressions), so no contraction into FMAs where a target has them; sqrtf need
 # not set errno (nothing reads it), which lets its loops vectorise
-EXTRA_ARGS = {"autobatch._update": ["-ffp-contract=off", "-fno-math-errno"]}
+EXTRA_ARGS = {"autobatch.model.update_rules": ["-ffp-contract=off", "-fno-math-errno"]}
 
 # translate and compile on every core this process may use (pip runs setup.py with no -j)
 JOBS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -12,7 +12,7 @@ of ``kernels/elementwise.h`` (``tanh``, ``logistic``, ``elu``, ...) to the funct
 ``python -m autobatch`` prints the version, BLAS and SIMD in use (``show_config()``).
 """
 __version__ = "0.1.0"     # the one place: pyproject.toml reads it from here
-from autobatch.errors import DimensionError, StaleExpressionError
+from autobatch.errors import DimensionError, ModelFileError, StaleExpressionError
 from autobatch.engine.graph import ComputationGraph
 from autobatch.engine.stats import set_profiling, profiling
 from autobatch.engine.strategies import (
@@ -48,28 +48,30 @@ from autobatch.api.core import (
 # tanh, logistic, rectify, elu, exp, log, ...: one function per line of AB_UNARY_OPS
 # in kernels/elementwise.h (its __all__; editors and mypy see them through api/core.pyi)
 from autobatch.api.core import *  # noqa: F401,F403
-from autobatch.initializers import (
+from autobatch.model.initializers import (
     PyInitializer, GlorotInitializer, NormalInitializer, UniformInitializer, ConstInitializer,
     IdentityInitializer, SaxeInitializer, NumpyInitializer, FromFileInitializer,
 )
-from autobatch.parameters import ParameterCollection, Model, reset_random_seed
-from autobatch.serialization import save, load, load_generator, ModelFileError
-from autobatch.trainers import (
+from autobatch.model.parameters import ParameterCollection, Model
+from autobatch.settings import reset_random_seed
+from autobatch.io.formats import save, load, load_generator
+from autobatch.io.registry import register_savable, savable_classes
+from autobatch.model.trainers import (
     Trainer, SimpleSGDTrainer, CyclicalSGDTrainer, MomentumSGDTrainer, AdagradTrainer,
     AdadeltaTrainer, RMSPropTrainer, AdamTrainer, AmsgradTrainer,
 )
-from autobatch.builders import (
+from autobatch.model.builders import (
     RNNState, StackedRNNState, _RNNBuilder, SimpleRNNBuilder, VanillaLSTMBuilder, LSTMBuilder,
     CoupledLSTMBuilder, GRUBuilder,
-    BiRNNBuilder, TreeLSTMBuilder, TreeState, register_savable, savable_classes,
+    BiRNNBuilder, TreeLSTMBuilder, TreeState,
 )
-from autobatch.lstm_builders import FastLSTMBuilder, CompactVanillaLSTMBuilder, SparseLSTMBuilder
-from autobatch.dynet_extras import HAVE_CUDA, npvalues, values, zeroes, available_devices
-from autobatch.softmax_builders import (
+from autobatch.model.lstm_builders import FastLSTMBuilder, CompactVanillaLSTMBuilder, SparseLSTMBuilder
+from autobatch.api.extras import HAVE_CUDA, npvalues, values, zeroes, available_devices
+from autobatch.model.softmax_builders import (
     SoftmaxBuilder, StandardSoftmaxBuilder, ClassFactoredSoftmaxBuilder,
 )
 from autobatch.strategies import Strategy
-from autobatch.dynet_params import DynetParams, init, init_from_params
+from autobatch.settings import DynetParams, init, init_from_params
 from autobatch import config          # dy.config.set(...): DyNet's dynet_config
 from autobatch import distributed     # dy.distributed: data-parallel training (needs MPI only when used)
 
@@ -80,7 +82,7 @@ scalar_input = scalarInput
 logistic_sigmoid = logistic
 rectified = rectify
 
-from autobatch.blas import blas_info, set_blas_threads, _configure_from_environment
+from autobatch.runtime.blas import blas_info, set_blas_threads, _configure_from_environment
 from autobatch.runtime.threads import set_num_threads, get_num_threads
 from autobatch.runtime.threads import configure_from_environment as _configure_threads
 from autobatch.kernels.packed import configure_from_environment as _configure_packed

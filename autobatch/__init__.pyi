@@ -12,51 +12,53 @@ from autobatch.engine.strategies import (
     default_strategy as default_strategy, register_strategy as register_strategy,
     set_default_strategy as set_default_strategy,
 )
-from autobatch.blas import blas_info as blas_info, set_blas_threads as set_blas_threads
+from autobatch.runtime.blas import blas_info as blas_info, set_blas_threads as set_blas_threads
 from autobatch.runtime.threads import set_num_threads as set_num_threads, get_num_threads as get_num_threads
-from autobatch.builders import (
+from autobatch.model.builders import (
     BiRNNBuilder as BiRNNBuilder, CoupledLSTMBuilder as CoupledLSTMBuilder,
     GRUBuilder as GRUBuilder, LSTMBuilder as LSTMBuilder, RNNState as RNNState,
     SimpleRNNBuilder as SimpleRNNBuilder, StackedRNNState as StackedRNNState,
     TreeLSTMBuilder as TreeLSTMBuilder, TreeState as TreeState,
     VanillaLSTMBuilder as VanillaLSTMBuilder, _RNNBuilder as _RNNBuilder,
+)
+from autobatch.io.registry import (
     register_savable as register_savable, savable_classes as savable_classes,
 )
-from autobatch.dynet_params import (
+from autobatch.settings import (
     DynetParams as DynetParams, init as init, init_from_params as init_from_params,
+    reset_random_seed as reset_random_seed,
 )
-from autobatch.dynet_extras import (
+from autobatch.api.extras import (
     HAVE_CUDA as HAVE_CUDA, available_devices as available_devices, npvalues as npvalues,
     values as values, zeroes as zeroes,
 )
-from autobatch.lstm_builders import (
+from autobatch.model.lstm_builders import (
     CompactVanillaLSTMBuilder as CompactVanillaLSTMBuilder, FastLSTMBuilder as FastLSTMBuilder,
     SparseLSTMBuilder as SparseLSTMBuilder,
 )
-from autobatch.softmax_builders import (
+from autobatch.model.softmax_builders import (
     ClassFactoredSoftmaxBuilder as ClassFactoredSoftmaxBuilder, SoftmaxBuilder as SoftmaxBuilder,
     StandardSoftmaxBuilder as StandardSoftmaxBuilder,
 )
 from autobatch.errors import (
-    DimensionError as DimensionError, StaleExpressionError as StaleExpressionError,
+    DimensionError as DimensionError, ModelFileError as ModelFileError,
+    StaleExpressionError as StaleExpressionError,
 )
-from autobatch.initializers import (
+from autobatch.model.initializers import (
     PyInitializer as PyInitializer, ConstInitializer as ConstInitializer, FromFileInitializer as FromFileInitializer,
     GlorotInitializer as GlorotInitializer, IdentityInitializer as IdentityInitializer,
     NormalInitializer as NormalInitializer, NumpyInitializer as NumpyInitializer,
     SaxeInitializer as SaxeInitializer, UniformInitializer as UniformInitializer,
 )
-from autobatch.parameters import (
+from autobatch.model.parameters import (
     Model as Model, ParameterCollection as ParameterCollection,
-    reset_random_seed as reset_random_seed,
 )
 from autobatch.report import config_info as config_info, show_config as show_config
-from autobatch.serialization import (
-    ModelFileError as ModelFileError, load as load, load_generator as load_generator,
-    save as save,
+from autobatch.io.formats import (
+    load as load, load_generator as load_generator, save as save,
 )
 from autobatch.strategies import Strategy as Strategy
-from autobatch.trainers import (
+from autobatch.model.trainers import (
     AdadeltaTrainer as AdadeltaTrainer, AdagradTrainer as AdagradTrainer,
     AdamTrainer as AdamTrainer, AmsgradTrainer as AmsgradTrainer,
     CyclicalSGDTrainer as CyclicalSGDTrainer, MomentumSGDTrainer as MomentumSGDTrainer,

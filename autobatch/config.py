@@ -4,9 +4,9 @@ DyNet programs write ``import dynet_config; dynet_config.set(mem=4, random_seed=
 before ``import dynet``; here ``autobatch.config.set(...)`` (for example
 ``import autobatch.config as dynet_config``) applies the settings at once, so it may
 come before or after ``import autobatch``. The arguments and their meaning are those
-of `autobatch.DynetParams` (see `autobatch.dynet_params` for what each does here).
+of `autobatch.DynetParams` (see `autobatch.settings` for what each does here).
 """
-from autobatch.dynet_params import DynetParams
+from autobatch.settings import DynetParams
 
 _config = None
 

@@ -54,7 +54,7 @@ import time
 
 import numpy as np
 
-from autobatch import serialization
+from autobatch.io import formats
 
 _log = logging.getLogger("autobatch.distributed")
 
@@ -360,7 +360,7 @@ def minibatches(data, batch_size, epoch=0, seed=0, cost=None):
 def save(basename, objects):
     """`dy.save` on rank 0 only; the other ranks wait until the files are written."""
     if is_main():
-        serialization.save(basename, objects)
+        formats.save(basename, objects)
     barrier()
 
 
@@ -368,7 +368,7 @@ def load(basename, pc):
     """`dy.load` on every rank (the files must be readable by all of them: a shared file
     system, or copies); returns the loaded objects."""
     barrier()
-    return serialization.load(basename, pc)
+    return formats.load(basename, pc)
 
 
 def populate(pc, fname, key=""):

@@ -4,8 +4,8 @@ from typing import IO, Any, Callable, Iterable, Sequence, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from autobatch.parameters import ParameterCollection
-from autobatch.trainers import Trainer
+from autobatch.model.parameters import ParameterCollection
+from autobatch.model.trainers import Trainer
 
 _T = TypeVar("_T")
 

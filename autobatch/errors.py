@@ -9,3 +9,7 @@ class DimensionError(ValueError):
 
 class StaleExpressionError(RuntimeError):
     """An Expression from a computation graph that has been renewed."""
+
+
+class ModelFileError(ValueError):
+    """A model file is truncated, corrupt, hostile, or does not match what it is loaded into."""

@@ -3,13 +3,13 @@ can play a hostile author (whose file has valid checksums) as well as bit rot.""
 import json
 import zlib
 
-from autobatch import serialization as ser
+from autobatch.io import autobatch_data, autobatch_save
 
 
 def split_records(data):
     """A version 2 parameter file as [(header dict, payload bytes)] (end record dropped)."""
-    assert data.startswith(ser.MAGIC)
-    out, pos = [], len(ser.MAGIC)
+    assert data.startswith(autobatch_data.MAGIC)
+    out, pos = [], len(autobatch_data.MAGIC)
     while pos < len(data):
         eol = data.index(b"\n", pos)
         header = json.loads(data[pos:eol])
@@ -30,7 +30,7 @@ def join_records(records, fix_crc=True):
         if fix_crc:
             header["crc32"] = zlib.crc32(payload)
         encoded.append(json.dumps(header).encode() + b"\n" + payload)
-    return ser._file_bytes(encoded)
+    return autobatch_data._file_bytes(encoded)
 
 
 def read_meta(base):
@@ -43,10 +43,10 @@ def write_meta(base, meta, resign=True, data=None):
     (the bytes of base.data) also point it at that data file."""
     meta = json.loads(json.dumps(meta))
     if data is not None:
-        recs, _, digest = ser.parse_records(data, "x")
+        recs, _, digest = autobatch_data.parse_records(data, "x")
         meta["data"] = {"records": len(recs), "sha256": digest}
     if resign:
-        meta["sha256"] = ser._meta_digest(meta)
+        meta["sha256"] = autobatch_save._meta_digest(meta)
     with open(base + ".meta", "w") as f:
         json.dump(meta, f)
 

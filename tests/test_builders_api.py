@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import autobatch as dy
-from autobatch.legacy_names import migrate
+from autobatch.io.legacy_names import migrate
 from autobatch.testing import check_batching_invariance, check_grad
 
 LSTMS = [dy.VanillaLSTMBuilder, dy.CoupledLSTMBuilder, dy.FastLSTMBuilder, dy.CompactVanillaLSTMBuilder]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import autobatch as dy
-from autobatch import dynet_pickle
+from autobatch.io import dynet_pickle
 from dynet_files import DATA, OneLayerMLP, build, builders, make_ours, run
 
 EXPECTED = np.load(os.path.join(DATA, "dynet_expected.npz"))
@@ -243,9 +243,9 @@ def test_a_hostile_meta_runs_nothing_and_adds_nothing(tmp_path, payload, monkeyp
 
 def test_a_meta_that_does_not_match_its_data_adds_nothing(tmp_path):
     base = str(tmp_path / "m")
-    spec = (dynet_pickle._ClassRef("VanillaLSTMBuilder"), (1, 2, 300, False, 1.0), "/vanilla-lstm-builder/")
+    spec = (dynet_pickle.ClassRef("VanillaLSTMBuilder"), (1, 2, 300, False, 1.0), "/vanilla-lstm-builder/")
     with open(base + ".meta", "wb") as f:
-        f.write(dynet_pickle._pickle(("Parameters", "/W"), "W") + dynet_pickle._pickle(spec, "lstm"))
+        f.write(dynet_pickle.pickle_object(("Parameters", "/W"), "W") + dynet_pickle.pickle_object(spec, "lstm"))
     with open(base + ".data", "wb") as f:
         f.write(read("dynet_saved.data"))
     pc = dy.ParameterCollection()
@@ -283,9 +283,9 @@ def test_rows_as_arrays():
 def test_an_older_dynets_lstm_builder_is_the_coupled_one(tmp_path):
     """Before dynet38, DyNet's LSTMBuilder was the coupled LSTM (a spec of 3 fields)."""
     base = str(tmp_path / "m")
-    entry = (dynet_pickle._ClassRef("LSTMBuilder"), (1, 2, 3), "/lstm-builder/")
+    entry = (dynet_pickle.ClassRef("LSTMBuilder"), (1, 2, 3), "/lstm-builder/")
     with open(base + ".meta", "wb") as f:
-        f.write(dynet_pickle._pickle(entry, "lstm"))
+        f.write(dynet_pickle.pickle_object(entry, "lstm"))
     with open(base + ".data", "wb") as f:
         f.write(read("dynet_saved.data"))
     pc = dy.ParameterCollection()
@@ -385,9 +385,9 @@ def test_a_users_class_saved_by_dynet_loads_once_registered(tmp_path):
     np.testing.assert_allclose(mlp2(E2[3]).npvalue(), OURS["out_mlp"], rtol=1e-6)
     # a spec asking for more than the file holds is refused before it allocates
     base = str(tmp_path / "big")
-    entry = (dynet_pickle._UserRef("__main__:OneLayerMLP"), (10, 10 ** 6, 4, dy.rectify), "/_0/")
+    entry = (dynet_pickle.UserRef("__main__:OneLayerMLP"), (10, 10 ** 6, 4, dy.rectify), "/_0/")
     with open(base + ".meta", "wb") as f:
-        f.write(dynet_pickle._pickle(entry, "mlp"))
+        f.write(dynet_pickle.pickle_object(entry, "mlp"))
     with open(base + ".data", "wb") as f:
         f.write(read("dynet_mlp.data"))
     pc3 = dy.ParameterCollection()

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import autobatch as dy
-from autobatch import dynet_meta, dynet_pickle  # noqa: F401  (loaded before the check that a load imports nothing)
+from autobatch.io import dynet_meta, dynet_pickle  # noqa: F401  (loaded before the check that a load imports nothing)
 from dynet_files import DATA, build
 
 SEED = 20261202

@@ -17,7 +17,7 @@ PACKAGE = pathlib.Path(dy.__file__).resolve().parent
 PRINTS_ON_PURPOSE = {
     ("report.py", "print(format_config(), file=file or sys.stdout)"),        # show_config
     ("engine/stats.pyx", 'print(f"#{bi:<5d} {op_name(v, first):<22s} x{n:<4d} sig={v.nodes[first].sig:<5d} "'),
-    ("trainers.py", 'sys.stderr.write(f"[lr={self.learning_rate:g} clips={self._clips_since_status} "'),
+    ("model/trainers.py", 'sys.stderr.write(f"[lr={self.learning_rate:g} clips={self._clips_since_status} "'),
 }
 
 
@@ -70,5 +70,5 @@ def test_debug_messages_of_save(caplog, tmp_path):
     pc.add_parameters(3)
     with caplog.at_level(logging.DEBUG, logger="autobatch"):
         dy.save(str(tmp_path / "m"), [pc])
-    assert any(r.name == "autobatch.serialization" and "saving" in r.getMessage()
+    assert any(r.name == "autobatch.io.autobatch_save" and "saving" in r.getMessage()
                for r in caplog.records)

@@ -240,7 +240,7 @@ def test_dy_load_failure_adds_nothing(tmp_path):
 
 @pytest.mark.parametrize("ref", ["some_module_that_is_not_imported:Evil", "io:FileIO", "os:system",
                                  "builtins:eval", "subprocess:Popen", "autobatch.builders:RNNState",
-                                 "tests.test_saveload:NoSpec", "autobatch.parameters:ParameterCollection"])
+                                 "tests.test_saveload:NoSpec", "autobatch.model.parameters:ParameterCollection"])
 @pytest.mark.parametrize("where", ["class", "spec"])
 def test_load_names_only_registered_classes(tmp_path, ref, where):
     """A hostile (validly signed) file naming any class that is not registered is
@@ -410,7 +410,7 @@ def test_devices_and_pipes_are_refused_without_reading(tmp_path):
 def test_version_1_files_still_load():
     """tests/data/v1 was written by autobatch 60ecba6 (tests/data/v1/make_v1.py), when
     builders named their parameters by role ("p_x0"): they load under DyNet's names."""
-    from autobatch.legacy_names import migrate
+    from autobatch.io.legacy_names import migrate
     expected = {migrate(k): v for k, v in np.load(V1 / "expected.npz").items()}
     assert "/vanilla-lstm-builder/_0" in expected and "/birnn/gru-builder_1/_8" in expected
     pc = dy.ParameterCollection(seed=3)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import autobatch as dy
-from autobatch import serialization as ser
+from autobatch.io import autobatch_data, autobatch_save
 from savefiles import join_records, read_meta, split_records, write_meta
 
 V1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "v1")
@@ -265,7 +265,7 @@ def test_edited_metadata_with_valid_checksum(check, saved):
 
     def run(edited):
         edited.pop("sha256", None)
-        edited["sha256"] = ser._meta_digest(edited) if isinstance(edited, dict) else None
+        edited["sha256"] = autobatch_save._meta_digest(edited) if isinstance(edited, dict) else None
         check.load(meta=json.dumps(edited).encode(), exact=False)
     loop(rng, lambda rng, n: edit_tree({k: v for k, v in meta.items() if k != "sha256"}, rng), run)
     assert check.outcomes["refused"] > MIN_CASES // 2
@@ -303,7 +303,7 @@ def test_edited_data_with_valid_checksums(check, saved):
     def run(edited):
         data, digest = join_records(edited)
         m = dict(meta, data={"records": len(edited), "sha256": digest})
-        m["sha256"] = ser._meta_digest(m)
+        m["sha256"] = autobatch_save._meta_digest(m)
         check.load(data=data, meta=json.dumps(m).encode(), exact=False)
         check.populate(data, exact=False)
     n = loop(rng, lambda rng, n: edit_record(records, rng), run)
@@ -398,7 +398,7 @@ def test_malformed_metadata(check, text):
 @pytest.mark.parametrize("header", [b"[" * 60000, b"9" * 6000, b"{}", b"[]", b'{"kind": "end"}',
                                     b'{"kind": "end", "records": 0, "sha256": "00"}'])
 def test_malformed_record_headers(check, header):
-    assert check.populate(ser.MAGIC + header + b"\n") == "refused"
+    assert check.populate(autobatch_data.MAGIC + header + b"\n") == "refused"
 
 
 def test_devices_and_descriptors(check, saved):

@@ -1,4 +1,4 @@
-"""VanillaLSTMBuilder's compiled transduce (builders.py `_transduce`, `_vanilla_lstm_run`
+"""VanillaLSTMBuilder's compiled transduce (model/builders.py `_transduce`, `_vanilla_lstm_run`
 in api/ops_lstm.pxi): the nodes of the step-by-step path in the same order, so the
 same values and gradients bit for bit; every case it does not cover (batched inputs,
 dropout, layer norm, SparseLSTMBuilder, wrong sizes) takes the step-by-step path."""

@@ -1,11 +1,11 @@
-"""The compiled update rules (autobatch/_update.pyx) against the numpy `rule` of each
+"""The compiled update rules (autobatch/model/update_rules.pyx) against the numpy `rule` of each
 trainer, which they replace: same numbers on random data, dense and sparse, with
 clipping and weight decay; a Python subclass that overrides `rule` still runs it."""
 import numpy as np
 import pytest
 
 import autobatch as dy
-from autobatch import _update
+from autobatch.model import update_rules as _update
 
 TRAINERS = {
     "sgd": (dy.SimpleSGDTrainer, dict(learning_rate=0.05)),

@@ -201,19 +201,19 @@ cdef class Parameters(Expression):
         raise TypeError("Parameters cannot be pickled: save them with dy.save or "
                         "ParameterCollection.save (or pickle as_array())")
 
-    # partial save/load, as DyNet (autobatch.model_files)
+    # partial save/load, as DyNet (autobatch.io.parameter_files)
     def save(self, fname, key="", append=False, format=None):
         """Write this parameter to `fname` under the name `key` (default: its full name);
         `append` adds it to an existing file. `format`: None/"autobatch" (ours) or
         "dynet" (DyNet's text format; None when appending: the file's format)."""
-        from autobatch import model_files
+        from autobatch.io import parameter_files as model_files
         model_files.save_one(self, fname, key, append, format)
 
     def populate(self, fname, key=""):
         """Set the values from the parameter stored under `key` (default: its own name) in
         `fname`, a file in our format or DyNet's; the shapes must match. From a DyNet
         file the gradient is read too (zero when not stored), as DyNet does."""
-        from autobatch import model_files
+        from autobatch.io import parameter_files as model_files
         model_files.populate_one(self, fname, key)
 
     def populate_from_textfile(self, fname, key=""):
@@ -402,19 +402,19 @@ cdef class LookupParameters(Expression):
         raise TypeError("LookupParameters cannot be pickled: save them with dy.save or "
                         "ParameterCollection.save (or pickle as_array())")
 
-    # partial save/load, as DyNet (autobatch.model_files)
+    # partial save/load, as DyNet (autobatch.io.parameter_files)
     def save(self, fname, key="", append=False, format=None):
         """Write this lookup table to `fname` under the name `key` (default: its full name);
         `append` adds it to an existing file. `format`: None/"autobatch" (ours) or
         "dynet" (DyNet's text format; None when appending: the file's format)."""
-        from autobatch import model_files
+        from autobatch.io import parameter_files as model_files
         model_files.save_one(self, fname, key, append, format)
 
     def populate(self, fname, key=""):
         """Set the values from the lookup table stored under `key` (default: its own name) in
         `fname`, a file in our format or DyNet's; the shapes must match. From a DyNet
         file the gradient is read too (zero when not stored), as DyNet does."""
-        from autobatch import model_files
+        from autobatch.io import parameter_files as model_files
         model_files.populate_one(self, fname, key)
 
     def populate_from_textfile(self, fname, key=""):

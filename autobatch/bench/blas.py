@@ -7,7 +7,7 @@ import ctypes
 import os
 import sys
 
-from autobatch.blas import openblas_kernel
+from autobatch.runtime.blas import openblas_kernel
 
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 

@@ -1,0 +1,296 @@
+"""DyNet's ``.meta`` files (what its `dy.save` writes): one pickle per saved object,
+read here as data and written by hand.
+
+    ("Parameters", "/W")                       a Parameters, by full name
+    ("LookupParameters", "/E")                 a LookupParameters
+    (_dynet.VanillaLSTMBuilder, (1, 2, 3, False, 1.0), "/vanilla-lstm-builder/")
+                                               a builder: class, spec, collection name
+    (__main__.OneLayerMLP, (10, 20, 4, _dynet.rectify), "/_0/")
+                                               a user's class (DyNet's saving tutorial)
+
+Reading never unpickles. `pickletools.genops` splits the stream into opcodes (it
+executes nothing) and `_Reader` runs only the opcodes that build strings, numbers,
+booleans, None, tuples, lists and dicts, and references by name: DyNet's builders and
+functions (``_dynet.<Name>``, the names of `DYNET_BUILDERS` and `DYNET_FUNCTIONS`,
+mapped to ours by those tables) and a user's classes (``module.QualName``, only if code
+registered a class under "module:QualName" with `dy.register_savable`). A reference is
+kept as a name; nothing is imported. Any other opcode or name is refused with
+ModelFileError. Writing emits the same opcodes by hand (protocol 2, no memo), so that
+DyNet's `pickle.load` reads them.
+"""
+import io
+import pickletools
+import struct
+
+from autobatch.api import core
+from autobatch.api.core import ELEMENTWISE_FUNCTIONS
+from autobatch.errors import ModelFileError
+from autobatch.io.registry import savable_class, savable_name
+
+MAX_OPS = 10000          # opcodes in one object's pickle
+MAX_OBJECTS = 100000
+
+# DyNet's builder class -> (the name our class is registered under in autobatch.io.registry,
+# the spec's fields). Our class is built with DyNet's positional arguments and then
+# populated positionally, as DyNet's own load does.
+DYNET_BUILDERS = {
+    "SimpleRNNBuilder": ("autobatch.builders:SimpleRNNBuilder", ("layers", "input_dim", "hidden_dim")),
+    "VanillaLSTMBuilder": ("autobatch.builders:VanillaLSTMBuilder",
+                           ("layers", "input_dim", "hidden_dim", "ln_lstm", "forget_bias")),
+    "LSTMBuilder": ("autobatch.builders:VanillaLSTMBuilder",            # dynet38's (see _spec_args)
+                    ("layers", "input_dim", "hidden_dim", "ln_lstm", "forget_bias")),
+    "CoupledLSTMBuilder": ("autobatch.builders:CoupledLSTMBuilder", ("layers", "input_dim", "hidden_dim")),
+    "GRUBuilder": ("autobatch.builders:GRUBuilder", ("layers", "input_dim", "hidden_dim")),
+    "CompactVanillaLSTMBuilder": ("autobatch.lstm_builders:CompactVanillaLSTMBuilder",
+                                  ("layers", "input_dim", "hidden_dim")),
+    "BiRNNBuilder": ("autobatch.builders:BiRNNBuilder",
+                     ("num_layers", "input_dim", "hidden_dim", "rnn_builder_factory", "builder_layers")),
+}
+
+
+class ClassRef:
+    """One of DyNet's builder classes named by a file (kept as a name; never imported)."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+class FuncRef(ClassRef):
+    """One of DyNet's functions named by a file (an activation in a spec): one of
+    DYNET_FUNCTIONS, resolved to ours of the same name."""
+
+
+class UserRef(ClassRef):
+    """A class of the user's, named "module:QualName" by a file: loadable only if code
+    registered a class under that name (dy.register_savable)."""
+
+
+# DyNet's functions a spec may name (DyNet's tutorial passes dy.rectify to its MLP)
+DYNET_FUNCTIONS = frozenset(ELEMENTWISE_FUNCTIONS) | {"softmax", "log_softmax"}
+MAX_SPEC_DEPTH = 32
+
+
+def our_class(name):
+    """Our builder class for DyNet's class `name` (for a name of the table only: a
+    lookup in the registry of savable classes), or None."""
+    entry = DYNET_BUILDERS.get(name)
+    return savable_class(entry[0]) if entry else None
+
+
+# ---------------------------------------------------------------- reading ----
+
+class _Reader:
+    """Runs the data-only subset of pickle's opcodes for one object."""
+
+    def __init__(self, label):
+        self.label = label
+        self.stack, self.marks, self.memo = [], [], {}
+
+    def bad(self, msg):
+        return ModelFileError(f"{self.label}: {msg} (a DyNet .meta is read as data: names, "
+                              "numbers, tuples, lists, dicts, DyNet's builders and functions, "
+                              "registered classes; nothing else)")
+
+    def pop_mark(self):
+        if not self.marks:
+            raise self.bad("corrupt pickle (no MARK)")
+        at = self.marks.pop()
+        items, self.stack[at:] = self.stack[at:], []
+        return items
+
+    def pop(self, n=1):
+        if len(self.stack) < n:
+            raise self.bad("corrupt pickle (stack underflow)")
+        items, self.stack[len(self.stack) - n:] = self.stack[len(self.stack) - n:], []
+        return items
+
+    def global_ref(self, module, name):
+        """A reference by name: DyNet's builders and functions by a table, a user's class
+        through the registry (a dictionary lookup); never an import."""
+        if module in ("_dynet", "dynet") and name in DYNET_BUILDERS:
+            return ClassRef(name)
+        if module in ("_dynet", "dynet") and name in DYNET_FUNCTIONS:
+            return FuncRef(name)
+        registered = f"{module}:{name}"
+        if len(registered) <= 200 and savable_class(registered) is not None:
+            return UserRef(registered)
+        raise self.bad(f"the file names {module!s:.60}.{name!s:.60}: neither one of DyNet's "
+                       "builders or functions nor a class registered here (to load your "
+                       f"own class, register it: dy.register_savable(cls, name={registered!r:.130}))")
+
+    def step(self, op, arg):
+        name, st = op.name, self.stack
+        if name in ("PROTO", "FRAME"):
+            return
+        if name in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "BININT",
+                    "BININT1", "BININT2", "LONG1", "BINFLOAT", "FLOAT", "LONG"):
+            st.append(arg)
+        elif name == "INT":          # protocol 0: True/False are INT 01 / 00
+            st.append(arg)
+        elif name in ("NONE", "NEWTRUE", "NEWFALSE"):
+            st.append({"NONE": None, "NEWTRUE": True, "NEWFALSE": False}[name])
+        elif name == "MARK":
+            self.marks.append(len(st))
+        elif name == "TUPLE":
+            st.append(tuple(self.pop_mark()))
+        elif name in ("EMPTY_TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
+            n = {"EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}[name]
+            st.append(tuple(self.pop(n)) if n else ())
+        elif name == "EMPTY_LIST":
+            st.append([])
+        elif name == "EMPTY_DICT":
+            st.append({})
+        elif name in ("SETITEM", "SETITEMS"):
+            items = self.pop(2) if name == "SETITEM" else self.pop_mark()
+            if len(items) % 2 or not st or not isinstance(st[-1], dict):
+                raise self.bad("corrupt pickle (set items of a non-dict)")
+            for k, v in zip(items[::2], items[1::2]):
+                if not isinstance(k, (str, int)) or isinstance(k, bool):
+                    raise self.bad("a dict key that is not a str or an int")
+                st[-1][k] = v
+        elif name == "LIST":
+            st.append(self.pop_mark())
+        elif name in ("APPEND", "APPENDS"):
+            items = self.pop(1) if name == "APPEND" else self.pop_mark()
+            if not st or not isinstance(st[-1], list):
+                raise self.bad("corrupt pickle (append to a non-list)")
+            st[-1].extend(items)
+        elif name in ("MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"):
+            if not st:
+                raise self.bad("corrupt pickle (memo of nothing)")
+            self.memo[len(self.memo) if name == "MEMOIZE" else arg] = st[-1]
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            if arg not in self.memo:
+                raise self.bad("corrupt pickle (memo)")
+            st.append(self.memo[arg])
+        elif name == "GLOBAL":
+            module, _, cls = arg.partition(" ")
+            st.append(self.global_ref(module, cls))
+        elif name == "STACK_GLOBAL":
+            module, cls = self.pop(2)
+            if not isinstance(module, str) or not isinstance(cls, str):
+                raise self.bad("corrupt pickle (STACK_GLOBAL)")
+            st.append(self.global_ref(module, cls))
+        else:
+            raise self.bad(f"the pickle uses {name}, which only code (not data) needs")
+
+
+def read_meta(data, label):
+    """The objects of a DyNet .meta, in order: ("Parameters", name),
+    ("LookupParameters", name) or (ClassRef, spec tuple, collection name)."""
+    f, out = io.BytesIO(data), []
+    while f.tell() < len(data):
+        if len(out) >= MAX_OBJECTS:
+            raise ModelFileError(f"{label}: more than {MAX_OBJECTS} objects")
+        reader, count, stopped = _Reader(label), 0, False
+        try:
+            for op, arg, _ in pickletools.genops(f):
+                count += 1
+                if count > MAX_OPS:
+                    raise reader.bad(f"an object of more than {MAX_OPS} opcodes")
+                if op.name == "STOP":
+                    stopped = True
+                    break
+                reader.step(op, arg)
+        except ModelFileError:
+            raise
+        except Exception as e:       # genops: unknown opcode, truncated argument ...
+            raise ModelFileError(f"{label}: corrupt pickle: {type(e).__name__}: {str(e)[:200]}") from None
+        if not stopped or len(reader.stack) != 1 or reader.marks:
+            raise ModelFileError(f"{label}: corrupt or truncated pickle")
+        out.append(_check_entry(reader.stack[0], label))
+    return out
+
+
+def _check_entry(e, label):
+    if (isinstance(e, tuple) and len(e) == 2 and e[0] in ("Parameters", "LookupParameters")
+            and isinstance(e[1], str) and e[1]):
+        return e
+    if (isinstance(e, tuple) and len(e) == 3 and type(e[0]) in (ClassRef, UserRef)
+            and (isinstance(e[1], tuple) or type(e[0]) is UserRef)
+            and isinstance(e[2], str) and e[2].startswith("/")):
+        return e
+    shape = f"a tuple of {len(e)}" if isinstance(e, tuple) else f"a {type(e).__name__}"
+    raise ModelFileError(f"{label}: an object of the metadata is not one DyNet writes ({shape})")
+
+
+# ---------------------------------------------------------------- writing ----
+
+def dynet_class_name(cls):
+    """DyNet's class name for one of our builders."""
+    for dynet_name, (ours, _) in DYNET_BUILDERS.items():
+        if dynet_name != "LSTMBuilder" and our_class(dynet_name) is cls:
+            return dynet_name
+    return None
+
+
+def _ref_of(x):
+    """The reference DyNet's pickle.load resolves to the object x, or None: one of
+    DyNet's functions or builders, or a class registered as "module:QualName" (the
+    DyNet program's class of that name)."""
+    for name in DYNET_FUNCTIONS:
+        if getattr(core, name, None) is x:
+            return FuncRef(name)
+    if isinstance(x, type):
+        dynet_name = dynet_class_name(x)
+        if dynet_name is not None:
+            return ClassRef(dynet_name)
+        registered = user_name(x)
+        if registered is not None:
+            return UserRef(registered)
+    return None
+
+
+def user_name(cls):
+    """The "module:QualName" a user's class is registered under, or None (unregistered,
+    another kind of name, or one of this library's classes, which DyNet has not)."""
+    registered = savable_name(cls)
+    if registered is None or ":" not in registered or registered.startswith("autobatch"):
+        return None
+    return registered
+
+
+def _emit(x, out, where, depth=0):
+    """Protocol 2 opcodes that build x (no memo, no REDUCE)."""
+    if depth > MAX_SPEC_DEPTH:
+        raise ValueError(f"dy.save(format='dynet'): {where}: spec nested deeper than {MAX_SPEC_DEPTH}")
+    if isinstance(x, UserRef):
+        module, _, qualname = x.name.partition(":")
+        out.append(b"c" + module.encode("utf-8") + b"\n" + qualname.encode("utf-8") + b"\n")
+    elif isinstance(x, ClassRef):
+        out.append(b"c_dynet\n" + x.name.encode("ascii") + b"\n")
+    elif x is None:
+        out.append(b"N")
+    elif x is True or x is False:
+        out.append(b"\x88" if x else b"\x89")
+    elif isinstance(x, int):
+        if not -2 ** 31 <= x < 2 ** 31:
+            raise ValueError(f"dy.save(format='dynet'): {where}: int {x} out of range")
+        out.append(b"J" + struct.pack("<i", x))
+    elif isinstance(x, float):
+        out.append(b"G" + struct.pack(">d", x))
+    elif isinstance(x, str):
+        b = x.encode("utf-8")
+        out.append(b"X" + struct.pack("<I", len(b)) + b)
+    elif isinstance(x, (tuple, list, dict)):
+        kind = tuple if isinstance(x, tuple) else list if isinstance(x, list) else dict
+        opening, closing = {tuple: (b"(", b"t"),           # MARK ... TUPLE
+                            list: (b"](", b"e"),           # EMPTY_LIST MARK ... APPENDS
+                            dict: (b"}(", b"u")}[kind]     # EMPTY_DICT MARK ... SETITEMS
+        out.append(opening)
+        for v in ([part for kv in x.items() for part in kv] if kind is dict else x):
+            _emit(v, out, where, depth + 1)
+        out.append(closing)
+    elif _ref_of(x) is not None:
+        _emit(_ref_of(x), out, where, depth)
+    else:
+        raise TypeError(f"dy.save(format='dynet'): {where}: cannot write a {type(x).__name__} "
+                        "(a spec holds numbers, strings, None, tuples, lists, dicts, DyNet's "
+                        "functions and builders, and registered classes)")
+
+
+def pickle_object(obj, where):
+    out = [b"\x80\x02"]
+    _emit(obj, out, where)
+    out.append(b".")
+    return b"".join(out)

@@ -1,0 +1,9 @@
+# Types of autobatch.io.formats (dy.save, dy.load); checked by stubtest in CI (.ci/stubs).
+from typing import Any, Iterable, Iterator
+
+from autobatch.model.parameters import ParameterCollection
+
+def save(basename: str, objects: Iterable[Any], format: str | None = None) -> None: ...
+def load(basename: str, params: ParameterCollection, allow_v1: bool = False) -> list[Any]: ...
+def load_generator(basename: str, params: ParameterCollection,
+                   allow_v1: bool = False) -> Iterator[Any]: ...

@@ -1,0 +1,46 @@
+"""The classes `dy.load` may rebuild, by name. A file names a registered class by its
+registered name, and nothing else (no import, no attribute lookup on modules). The
+library's builders register themselves (autobatch.model); users register their own
+classes in code with `dy.register_savable(cls)`."""
+
+_SAVABLE = {}       # registered name -> class
+_SAVABLE_NAME = {}  # class -> the name dy.save writes
+
+
+def register_savable(cls, name=None):
+    """Let `dy.save` / `dy.load` store and rebuild objects of `cls` (which must have a
+    `spec` attribute and a `from_spec(spec, model)` classmethod), and let specs name
+    `cls`. `name` (default ``"module:QualName"``, which is what files written before
+    the registry used) is what files store; a file can name only registered classes.
+    A name registered for another class is refused, except for a class of the same
+    module and qualified name (a redefinition), which replaces it.
+    Returns `cls`, so it can be used as a decorator."""
+    if not isinstance(cls, type):
+        raise TypeError(f"register_savable takes a class, got {type(cls).__name__}")
+    if name is None:
+        name = f"{cls.__module__}:{cls.__qualname__}"
+    if not isinstance(name, str) or not name or len(name) > 200:
+        raise TypeError(f"register_savable: name must be a non-empty str, got {name!r}")
+    other = _SAVABLE.get(name)
+    if (other is not None and other is not cls
+            and (other.__module__, other.__qualname__) != (cls.__module__, cls.__qualname__)):
+        # (a class defined again, as a re-run notebook cell does, replaces its old self)
+        raise ValueError(f"register_savable: {name!r} is already registered for {other!r}")
+    _SAVABLE[name] = cls
+    _SAVABLE_NAME.setdefault(cls, name)
+    return cls
+
+
+def savable_class(name):
+    """The class registered under `name`, or None (a dictionary lookup, nothing more)."""
+    return _SAVABLE.get(name) if isinstance(name, str) else None
+
+
+def savable_name(cls):
+    """The name under which `cls` is registered, or None."""
+    return _SAVABLE_NAME.get(cls)
+
+
+def savable_classes():
+    """{name: class} of every registered class."""
+    return dict(_SAVABLE)
