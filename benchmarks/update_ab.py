@@ -1,9 +1,9 @@
-"""Time this build's trainer update against another version of autobatch/trainers.py (the
+"""Time this build's trainer update against another version of autobatch/model/trainers.py (the
 numpy rules of main, say), in one process, on the bench tasks' models: the same
 gradients are restored before every update and the two trainers alternate, so machine
 noise hits both alike.
 
-    git show main:autobatch/trainers.py > /tmp/old_trainers.py
+    git show main:autobatch/model/trainers.py > /tmp/old_trainers.py
     PYTHONPATH=. python benchmarks/update_ab.py /tmp/old_trainers.py [--task all]
         [--trainer sgd|adam|...] [--updates 30] [--decay 0] [--clip 5]
 
@@ -55,7 +55,7 @@ def restore(params, saved):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("old", help="path of the other trainers.py")
+    ap.add_argument("old", help="path of the other model/trainers.py")
     ap.add_argument("--task", default="all")
     ap.add_argument("--trainer", choices=sorted(TRAINERS), default="sgd")
     ap.add_argument("--updates", type=int, default=30)
