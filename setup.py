@@ -12,6 +12,7 @@ MOD_NAMES = [
     "autobatch.runtime.threads",        # the kernels' thread pool; products split over it
     # kernels/: batched kernels by family on raw float* (node types in runtime/nodes.pxd,
     # helpers in kernels/common.pxd)
+    "autobatch.kernels.gemm",           # products split over the threads
     "autobatch.kernels.packed",         # weights packed once per pass for the products
     "autobatch.kernels.elementwise",
     "autobatch.kernels.products",

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import autobatch as dy
-from autobatch.runtime.threads import gemm_for_tests, set_split_thresholds
+from autobatch.kernels.gemm import gemm_for_tests
+from autobatch.runtime.threads import set_split_thresholds
 STRATEGIES = ["none", "depth", "agenda", "critical", "lookahead"]
 
 

@@ -11,7 +11,8 @@ import pytest
 import autobatch as dy
 import autobatch.testing
 from autobatch.kernels import packed as _packed
-from autobatch.runtime.threads import gemm_for_tests, set_split_thresholds
+from autobatch.kernels.gemm import gemm_for_tests
+from autobatch.runtime.threads import set_split_thresholds
 
 
 

@@ -14,6 +14,7 @@ from libc.string cimport memcpy, memset
 
 from autobatch.runtime.nodes cimport *
 from autobatch.engine.optable cimport *
+from autobatch.kernels.elementwise cimport AB_UNARY_API_COUNT, ab_unary_api, ab_unary_info
 from autobatch.runtime.rng cimport *
 from autobatch.engine.graph cimport ComputationGraph, new_version
 from autobatch.kernels.conv cimport (ConvGeom, conv_geom, pool_geom, GEOM_OK, GEOM_BAD_ARG,

@@ -6,7 +6,7 @@ from autobatch.engine.executor cimport BatchLog
 from autobatch.runtime.nodes cimport Node, Shape, Attrs, Batch
 from autobatch.runtime.rng cimport Rng
 from autobatch.runtime.memory cimport Arena, ArenaMark
-from autobatch.kernels.packed cimport PackCache
+from autobatch.runtime.pack_cache cimport PackCache
 from autobatch.runtime.profile cimport Profile, Traffic
 from autobatch.runtime.nodes cimport NodeView
 from autobatch.engine.scheduler cimport Sched

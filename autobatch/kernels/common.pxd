@@ -8,7 +8,7 @@ from autobatch.runtime.memory cimport Arena, arena_alloc
 from autobatch.runtime.nodes cimport (Batch, Node, ARG, AHEAD, MAX_DIMS, grad_fresh, grad_mark,
                                prefetch_batch_arg)
 from autobatch.runtime.profile cimport P_GATHER, prof_start, prof_stop
-from autobatch.runtime.threads cimport gemm_threaded
+from autobatch.kernels.gemm cimport gemm_threaded
 
 cdef extern from "fastmath.h" nogil:
     float exp_nonpos "ab_exp_nonpos" (float x)

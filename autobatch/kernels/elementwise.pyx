@@ -8,7 +8,7 @@ from libc.string cimport memcpy, memset
 
 from autobatch.runtime.memory cimport Arena, arena_alloc
 from autobatch.runtime.nodes cimport *
-from autobatch.engine.optable cimport *
+from autobatch.runtime.op_ids cimport *
 from autobatch.kernels.common cimport *
 
 # The math of every unary and binary elementwise op is one line of kernels/elementwise.h

@@ -6,7 +6,7 @@ element; an argument with a batch of 1 repeats over the others'. The sizes (n, t
 filter's width) follow from the shapes, which are part of the signature."""
 
 from autobatch.runtime.nodes cimport *
-from autobatch.engine.optable cimport OP_CIRC_CONV
+from autobatch.runtime.op_ids cimport OP_CIRC_CONV
 from autobatch.kernels.common cimport *
 
 

@@ -1,6 +1,7 @@
-# The engine's one-thread BLAS call: column-major gemm through scipy's cython_blas,
-# with gemv/ger for the shapes sgemm handles badly. Declarations only (no module);
-# kernels call common.gemm, which may split a large product over threads.
+# The engine's products: gemm_serial, the one-thread BLAS call (column-major gemm through
+# scipy's cython_blas, with gemv/ger for the shapes sgemm handles badly), and
+# gemm_threaded, the same product split over the engine's threads when large
+# (kernels/gemm.pyx). Kernels call common.gemm.
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport sgemm, sgemv, sger
 
@@ -30,3 +31,8 @@ cdef inline void gemm_serial(char ta, char tb, int m, int n, int k, float alpha,
         sger(&m, &n, &alpha, A, &inc, B, &i, C, &ldc)
         return
     sgemm(&ta, &tb, &m, &n, &k, &alpha, A, &lda, B, &ldb, &beta, C, &ldc)
+
+
+cdef void gemm_threaded(char ta, char tb, int m, int n, int k, float alpha,
+                        float* A, int lda, float* B, int ldb, float beta,
+                        float* C, int ldc) noexcept nogil

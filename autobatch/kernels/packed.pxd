@@ -1,21 +1,9 @@
 # Weights packed once per pass for the products (kernels/gemm_packed.h): the cache a graph
 # owns, and the gemm that uses it.
 from autobatch.runtime.memory cimport Arena
+from autobatch.runtime.pack_cache cimport PackCache, PackEntry
 from autobatch.runtime.profile cimport Profile
 
-# op(A) of one weight, packed into panels of mr rows
-ctypedef struct PackEntry:
-    const float* src    # the weight's values (a parameter's storage)
-    char ta             # 'N': op(A) = A, 'T': op(A) = A^T
-    int m, k, lda       # op(A) is m x k
-    int mr
-    float* panels
-
-# Valid for one pass of the engine only (see kernels/packed.pyx): packs_begin forgets it all.
-ctypedef struct PackCache:
-    Arena mem           # the panels; capacity kept from pass to pass
-    PackEntry* items
-    int n, cap
 
 cdef void packs_begin(PackCache* c) noexcept nogil
 cdef void packs_free(PackCache* c) noexcept nogil

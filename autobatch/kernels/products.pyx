@@ -8,7 +8,7 @@ from libc.string cimport memcpy, memset
 
 from autobatch.runtime.memory cimport Arena, arena_alloc
 from autobatch.runtime.nodes cimport *
-from autobatch.engine.optable cimport *
+from autobatch.runtime.op_ids cimport *
 from autobatch.kernels.common cimport *
 from autobatch.kernels.packed cimport packed_gemm, packed_weight_grad
 from autobatch.runtime.profile cimport Profile, P_GEMM, P_GATHER, prof_start, prof_stop

@@ -3,7 +3,7 @@
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 from autobatch.runtime.memory cimport Arena
-from autobatch.kernels.packed cimport PackCache
+from autobatch.runtime.pack_cache cimport PackCache
 from autobatch.runtime.rng cimport Rng
 from autobatch.runtime.profile cimport Profile, Traffic
 
