@@ -38,6 +38,7 @@ MOD_NAMES = [
     "autobatch.engine.strategies",      # the strategies' policies and their registry
     "autobatch.engine.executor",        # running batches forward
     "autobatch.engine.fusion",          # fused elementwise chains
+    "autobatch.engine.forward",         # the forward loop: pick, run, fuse, release
     "autobatch.engine.backward",        # the reverse pass
     "autobatch.engine.stats",           # statistics and debug views
     "autobatch.engine.checkpoints",     # cg_revert: dropping nodes, signatures and computed batches

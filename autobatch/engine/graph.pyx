@@ -1,8 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The computation graph: node storage (C arrays, append-only) and the public
-methods. A forward collects the needed nodes (scheduler), lets the strategy pick
-batches (strategies), runs each (executor); backward replays the batches in reverse
-(backward); stats reports what happened."""
+methods. A forward collects the needed nodes (scheduler) and runs the forward loop
+(forward: the strategy picks batches, the executor runs them, fusion runs their
+chains); backward replays the batches in reverse (backward); stats reports what
+happened."""
 import sys
 
 import numpy as np
@@ -11,7 +12,6 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 from cpython.exc cimport PyErr_CheckSignals
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from autobatch.engine.backward cimport backward_pass, mark_used_rows
 from autobatch.engine.checkpoints cimport computed_any, uncompute, drop_signatures, drop_uses
@@ -21,16 +21,14 @@ from autobatch.engine.optable cimport op_table, OP_NOBACKPROP
 from autobatch.runtime.rng cimport rng_seed
 from autobatch.runtime.memory cimport (arena_alloc_or_raise, arena_reset, arena_free,
                                 arena_capacity, arena_mark, arena_revert, grow)
-from autobatch.engine.fusion cimport fuse_chain
+from autobatch.engine.forward cimport run_forward
 from autobatch.kernels.packed cimport packs_begin, packs_free
-from autobatch.engine.scheduler cimport (sched_collect_many, sched_prepare, sched_push_initial,
-                                   sched_release, sched_release_ids, sched_free)
+from autobatch.engine.scheduler cimport sched_collect_many, sched_free
 from autobatch.engine.signatures cimport sig_intern, sig_reset, sig_truncate, sig_free
-from autobatch.runtime.profile cimport Profile, Traffic
+from autobatch.runtime.profile cimport Profile, Traffic, prof_now
 from autobatch.engine.stats cimport (batch_stats, fusion_stats, batch_list, print_batch_list, print_graphviz,
                                lower_bound, operand_stats, profile_stats, profiling_enabled)
-from autobatch.engine.strategies cimport (S_NONE, S_AGENDA, S_DEPTH, S_LOOKAHEAD, S_PYTHON, strategy_id,
-                                    pick_batch)
+from autobatch.engine.strategies cimport S_NONE, strategy_id
 from autobatch.engine.strategies import resolve_strategy
 from autobatch.errors import StaleExpressionError
 
@@ -48,9 +46,7 @@ cdef int32_t new_version() except -1:
     return _last_version
 
 cdef inline double now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + ts.tv_nsec * 1e-9
+    return prof_now()
 
 
 cdef class ComputationGraph:
@@ -284,43 +280,9 @@ cdef class ComputationGraph:
         cdef Batch ctx = self.context()
         cdef int64_t count = sched_collect_many(&self.sched, &v, targets, n_targets, False)
         packs_begin(&self.packs)        # parameters may have changed since the last pass
-        cdef double t_sched = 0, t_run = 0, t1
-        cdef int64_t pos, first, k, fused
-        cdef int n
-        if self.strategy_id == S_NONE:
-            # creation order is a topological order; every node is its own batch
-            t_sched = now() - t0
-            t1 = now()
-            for pos in range(count):
-                run_batch(&self.log, &ctx, &self.sched.needed[pos], 1, self.check_validity)
-                if pos % 64 == 63:
-                    PyErr_CheckSignals()    # Ctrl-C: what ran is kept, the rest runs later
-            t_run = now() - t1
-        else:
-            sched_prepare(&self.sched, &v, self.sigs.n, count,
-                          self.strategy_id != S_AGENDA and self.strategy_id != S_DEPTH,
-                          self.strategy_id == S_LOOKAHEAD)
-            sched_push_initial(&self.sched, &v, count)
-            t_sched = now() - t0
-            while count > 0:
-                t1 = now()
-                n = pick_batch(self.strategy_id, self.strategy, &self.sched, &v, &self.sigs)
-                if self.strategy_id == S_PYTHON:
-                    packs_begin(&self.packs)    # its select() is user code
-                t_sched += now() - t1
-                t1 = now()
-                first = self.log.n
-                run_batch(&self.log, &ctx, self.sched.picked, n, self.check_validity)
-                fused = fuse_chain(&self.sched, &v, &self.log, &ctx, n,
-                                   self.check_validity) if self.fusion else 0
-                t_run += now() - t1
-                t1 = now()
-                sched_release(&self.sched, &v, n)
-                for k in range(first + 1, self.log.n):     # the fused stages
-                    sched_release_ids(&self.sched, &v, self.log.ids + self.log.at[k], n)
-                t_sched += now() - t1
-                count -= n + fused
-                PyErr_CheckSignals()        # Ctrl-C: what ran is kept, the rest runs later
+        cdef double t_sched = now() - t0, t_run = 0
+        run_forward(&v, &ctx, &self.sched, &self.log, &self.sigs, &self.packs, self.strategy_id,
+                    self.strategy, count, self.fusion, self.check_validity, &t_sched, &t_run)
         self.t_schedule += t_sched
         self.t_forward += t_run
         self.t_last = now()
