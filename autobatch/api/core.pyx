@@ -35,6 +35,7 @@ OP_NAMES = [OPS[i].name.decode() for i in range(n_ops())]
 
 # one module, its parts by job (each names what it uses of the others)
 include "shapes.pxi"
+include "current_graph.pxi"
 include "expression.pxi"
 include "parameters.pxi"
 include "ops_inputs.pxi"
