@@ -11,7 +11,7 @@ of ``kernels/elementwise.h`` (``tanh``, ``logistic``, ``elu``, ...) to the funct
 ``HAVE_CUDA`` is False, as in a CPU build of DyNet: autobatch runs on the CPU only.
 ``python -m autobatch`` prints the version, BLAS and SIMD in use (``show_config()``).
 """
-__version__ = "0.1.0"     # the one place: pyproject.toml reads it from here
+from autobatch.version import __version__
 from autobatch.errors import DimensionError, ModelFileError, StaleExpressionError
 from autobatch.engine.graph import ComputationGraph
 from autobatch.engine.stats import set_profiling, profiling

@@ -6,6 +6,13 @@ import importlib.util
 import platform
 import sys
 
+from autobatch.engine.strategies import available_strategies, default_strategy
+from autobatch.kernels.elementwise import simd_level
+from autobatch.kernels.packed import packed_isa, packed_limits
+from autobatch.runtime.blas import blas_info
+from autobatch.runtime.threads import get_num_threads
+from autobatch.version import __version__
+
 # optional packages: (import name, distribution name, what it brings)
 EXTRAS = [
     ("torch", "torch", "the bench's PyTorch baselines"),
@@ -34,27 +41,23 @@ def config_info():
     import numpy
     import scipy
 
-    import autobatch
-    from autobatch.kernels.elementwise import simd_level
-    from autobatch.kernels.packed import packed_isa, packed_limits
-
     extras = {}
     for module, distribution, _ in EXTRAS:
         found = importlib.util.find_spec(module) is not None
         extras[module] = (_version(distribution) or "installed") if found else None
     return {
-        "version": autobatch.__version__,
+        "version": __version__,
         "python": f"{platform.python_version()} ({sys.executable})",
         "platform": platform.platform(),
         "numpy": numpy.__version__,
         "scipy": scipy.__version__,
-        "blas": autobatch.blas_info(),
+        "blas": blas_info(),
         "simd": simd_level(),
         "packed_gemm": packed_isa(),
         "packed_unlimited": packed_limits()[1] is None,
-        "threads": autobatch.get_num_threads(),
-        "default_strategy": autobatch.default_strategy(),
-        "strategies": list(autobatch.available_strategies()),
+        "threads": get_num_threads(),
+        "default_strategy": default_strategy(),
+        "strategies": list(available_strategies()),
         "extras": extras,
     }
 

@@ -27,6 +27,7 @@ import threading
 
 import numpy as np
 
+from autobatch.engine import graph as _graph_module
 from autobatch.errors import DimensionError, StaleExpressionError
 
 cdef const OpDef* OPS = op_table()

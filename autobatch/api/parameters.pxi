@@ -2,6 +2,21 @@
 
 # ------------------------------------------------------------- parameters ----
 
+# p.save / p.populate are DyNet's methods, but reading and writing files is io/'s job:
+# autobatch.io.parameter_files hands itself over when it loads (api imports nothing above it)
+_parameter_files_module = None
+
+
+def _set_parameter_files(module):
+    global _parameter_files_module
+    _parameter_files_module = module
+
+
+cdef object _parameter_files():
+    if _parameter_files_module is None:
+        raise RuntimeError("autobatch.io.parameter_files is not loaded: import autobatch first")
+    return _parameter_files_module
+
 cdef inline int64_t elems_of(Shape s) noexcept:
     return <int64_t>s.d[0] * s.d[1] * s.d[2] * s.d[3]
 
@@ -206,15 +221,13 @@ cdef class Parameters(Expression):
         """Write this parameter to `fname` under the name `key` (default: its full name);
         `append` adds it to an existing file. `format`: None/"autobatch" (ours) or
         "dynet" (DyNet's text format; None when appending: the file's format)."""
-        from autobatch.io import parameter_files as model_files
-        model_files.save_one(self, fname, key, append, format)
+        _parameter_files().save_one(self, fname, key, append, format)
 
     def populate(self, fname, key=""):
         """Set the values from the parameter stored under `key` (default: its own name) in
         `fname`, a file in our format or DyNet's; the shapes must match. From a DyNet
         file the gradient is read too (zero when not stored), as DyNet does."""
-        from autobatch.io import parameter_files as model_files
-        model_files.populate_one(self, fname, key)
+        _parameter_files().populate_one(self, fname, key)
 
     def populate_from_textfile(self, fname, key=""):
         """DyNet's name for `populate`."""
@@ -407,15 +420,13 @@ cdef class LookupParameters(Expression):
         """Write this lookup table to `fname` under the name `key` (default: its full name);
         `append` adds it to an existing file. `format`: None/"autobatch" (ours) or
         "dynet" (DyNet's text format; None when appending: the file's format)."""
-        from autobatch.io import parameter_files as model_files
-        model_files.save_one(self, fname, key, append, format)
+        _parameter_files().save_one(self, fname, key, append, format)
 
     def populate(self, fname, key=""):
         """Set the values from the lookup table stored under `key` (default: its own name) in
         `fname`, a file in our format or DyNet's; the shapes must match. From a DyNet
         file the gradient is read too (zero when not stored), as DyNet does."""
-        from autobatch.io import parameter_files as model_files
-        model_files.populate_one(self, fname, key)
+        _parameter_files().populate_one(self, fname, key)
 
     def populate_from_textfile(self, fname, key=""):
         """DyNet's name for `populate`."""

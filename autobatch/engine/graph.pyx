@@ -33,6 +33,15 @@ from autobatch.engine.strategies import resolve_strategy
 from autobatch.errors import StaleExpressionError
 
 cdef const OpDef* OPS = op_table()
+
+# dy.renew_cg belongs to the API (api/current_graph.pxi), which hands it over when it
+# loads (the engine imports nothing above it): renew(graph, ...) for graph.renew(...)
+_renew_current = None
+
+
+def _set_renew(renew):
+    global _renew_current
+    _renew_current = renew
 cdef int32_t _last_version = -1        # the first graph is version 0, as in DyNet
 
 
@@ -506,11 +515,8 @@ cdef class ComputationGraph:
     def renew(self, immediate_compute=False, check_validity=False, autobatching=None,
               strategy=None, fusion=None):
         """`dy.renew_cg(...)` for this graph, which must be the calling thread's; returns it."""
-        from autobatch.api.core import cg, renew_cg
-        if cg() is not self:
-            raise RuntimeError("renew: this is not the calling thread's current graph")
-        return renew_cg(immediate_compute, check_validity, strategy=strategy,
-                        autobatching=autobatching, fusion=fusion)
+        return _renew_current(self, immediate_compute, check_validity, strategy=strategy,
+                              autobatching=autobatching, fusion=fusion)
 
     cdef int32_t _node_arg(self, e) except -1:
         """A node from an Expression or DyNet's VariableIndex (an int)."""

@@ -20,7 +20,9 @@ Semantics follow DyNet's (python/_dynet.pyx, dynet/io.cc):
   (autobatch.io.collection_records).
 """
 import os
+import sys
 
+from autobatch.api import core
 from autobatch.errors import ModelFileError
 from autobatch.io import dynet_text, files
 from autobatch.io.autobatch_data import MAGIC, MAGIC_V1, NAME, parse_records, record_kind, write_records
@@ -182,3 +184,6 @@ def populate_collection(pc, fname, key=""):
         return
     by_name = {r.name: (r.kind, r.shape, r.values) for r in records}
     collection_records.assign(collection_records.match(pc, by_name, key_prefix(key, pc), label))
+
+
+core._set_parameter_files(sys.modules[__name__])     # p.save / p.populate (api/parameters.pxi)
