@@ -8,12 +8,12 @@ import sys
 
 import autobatch as dy
 
-HERE = pathlib.Path(__file__).resolve().parent
+SUPPORT = pathlib.Path(__file__).resolve().parents[1] / "support"
 
 
 def test_bad_arguments_never_crash(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(pathlib.Path(dy.__file__).resolve().parent.parent))
-    out = subprocess.run([sys.executable, str(HERE / "fuzz_public_functions.py"), "3", "20261201"],
+    out = subprocess.run([sys.executable, str(SUPPORT / "fuzz_public_functions.py"), "3", "20261201"],
                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert out.returncode == 0, f"the child died (return code {out.returncode}): {out.stderr[-2000:]}"
     unexpected = [line for line in out.stdout.splitlines() if line.startswith("UNEXPECTED")]

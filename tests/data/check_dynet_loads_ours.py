@@ -1,5 +1,5 @@
 """DyNet (dynet38) reads the files autobatch writes in DyNet's format
-(tests/data/dynet_model/ours*, made by `python tests/dynet_files.py`):
+(tests/data/dynet_model/ours*, made by `python tests/support/dynet_files.py`):
 
     /work/venv-dynet/bin/python tests/data/check_dynet_loads_ours.py
 

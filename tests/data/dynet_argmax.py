@@ -1,7 +1,7 @@
 """The cases of dynet_argmax.npz: DyNet's argmax (one-hot of the first largest element)
 in both gradient modes, on vectors, ties and batches. Each case is (name,
-f(dy, xs) -> Expression, inputs), run by dynet_ops_a.run: make_dynet_argmax_fixture.py
-records DyNet's dims, value and input gradient; tests/test_argmax.py compares."""
+f(dy, xs) -> Expression, inputs), run by dynet_ops_stats_losses.run: make_dynet_argmax_fixture.py
+records DyNet's dims, value and input gradient; tests/ops/test_argmax.py compares."""
 import numpy as np
 
 V = np.array([0.3, -2.0, 1.5, 0.1, 1.2])

@@ -5,7 +5,7 @@ formats of value(), inputTensor of lists and batches, sparse_inputTensor, pow.
 Each probe is a line of code; its result is recorded as {"dim", "value"} (an
 expression), {"value"} (anything else) or {"error"} (the exception's class).
 `python dynet_inputs.py out.json` with DyNet installed records DyNet's results
-(tests/data/dynet_inputs.json); tests/test_dynet_inputs.py runs the same probes with
+(tests/data/dynet_inputs.json); tests/dynet/test_dynet_inputs.py runs the same probes with
 `import autobatch as dy` and compares. Probes are only those where DyNet's behaviour
 is defined (no reads past buffers, no crashes).
 """

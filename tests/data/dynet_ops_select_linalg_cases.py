@@ -1,6 +1,6 @@
-"""The cases of tests/data/dynet_ops_b.npz, shared by the script that runs them in
-DyNet (make_dynet_ops_b_fixture.py) and the test that runs them here
-(tests/test_dynet_ops_b.py). A case: its name, its inputs as (shape, batched) and the
+"""The cases of tests/data/dynet_ops_select_linalg.npz, shared by the script that runs them in
+DyNet (make_dynet_ops_select_linalg_fixture.py) and the test that runs them here
+(tests/ops/test_dynet_ops_select_linalg.py). A case: its name, its inputs as (shape, batched) and the
 expression it builds from them with the module `dy` (DyNet's or ours)."""
 import numpy as np
 

@@ -1,8 +1,8 @@
-"""The cases of dynet_ops_a.npz: DyNet functions of issue 8 (group A) on a few shapes.
+"""The cases of dynet_ops_stats_losses.npz: DyNet functions of issue 8 (group A) on a few shapes.
 Each case is (name, f(dy, xs) -> Expression, inputs); an input is (array, batched).
-make_dynet_ops_a_fixture.py runs them with DyNet (import dynet as dy) and records the
+make_dynet_ops_stats_losses_fixture.py runs them with DyNet (import dynet as dy) and records the
 output's dims, value and the gradients of every input under a fixed random projection;
-tests/test_dynet_ops_a.py runs the same cases with autobatch and compares."""
+tests/ops/test_dynet_ops_stats_losses.py runs the same cases with autobatch and compares."""
 import numpy as np
 
 R = np.random.RandomState(8)

@@ -1,5 +1,5 @@
 # A DyNet-style training script, written against DyNet's Python API.
-# tests/test_dynet_script.py runs it with its import line changed, nothing else.
+# tests/dynet/test_dynet_script.py runs it with its import line changed, nothing else.
 import random
 from collections import Counter
 

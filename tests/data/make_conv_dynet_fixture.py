@@ -1,5 +1,5 @@
 """Regenerate conv_dynet.npz: conv2d_bias and maxpooling2d values and gradients from
-the real DyNet, so that tests/test_conv_kernels.py can compare against it without
+the real DyNet, so that tests/ops/test_conv_kernels.py can compare against it without
 DyNet installed. Run with an interpreter that has dynet (e.g. /work/venv-dynet):
 
     python tests/data/make_conv_dynet_fixture.py

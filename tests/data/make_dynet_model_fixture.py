@@ -1,5 +1,5 @@
 """Writes tests/data/dynet_model/: model files made by DyNet (dynet38) and what DyNet
-computes with them, for tests/test_dynet_files.py. Run with DyNet installed:
+computes with them, for tests/io/test_dynet_files.py. Run with DyNet installed:
 
     /work/venv-dynet/bin/python tests/data/make_dynet_model_fixture.py
 

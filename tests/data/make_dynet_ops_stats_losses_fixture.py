@@ -1,8 +1,8 @@
-"""Regenerate dynet_ops_a.npz from the real DyNet (the cases are in dynet_ops_a.py), so
-that tests/test_dynet_ops_a.py compares without DyNet installed. Run with an
+"""Regenerate dynet_ops_stats_losses.npz from the real DyNet (the cases are in dynet_ops_stats_losses.py), so
+that tests/ops/test_dynet_ops_stats_losses.py compares without DyNet installed. Run with an
 interpreter that has dynet:
 
-    /work/venv-dynet/bin/python tests/data/make_dynet_ops_a_fixture.py
+    /work/venv-dynet/bin/python tests/data/make_dynet_ops_stats_losses_fixture.py
 
 Stores "<case>/input<i>" (input i as given), "<case>/dims" (the shape then the batch
 size), "<case>/value" and "<case>/grad<i>" (the gradient of input i).
@@ -14,6 +14,6 @@ import dynet as dy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from dynet_ops_a import CASES, record  # noqa: E402
+from dynet_ops_stats_losses import CASES, record  # noqa: E402
 
-record(dy, CASES, os.path.join(HERE, "dynet_ops_a.npz"))
+record(dy, CASES, os.path.join(HERE, "dynet_ops_stats_losses.npz"))

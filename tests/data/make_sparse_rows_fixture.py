@@ -1,4 +1,4 @@
-"""Records DyNet's values for tests/test_sparse_rows.py (tests/data/sparse_rows_dynet.json).
+"""Records DyNet's values for tests/model/test_sparse_rows.py (tests/data/sparse_rows_dynet.json).
 Run with DyNet (dynet38, DyNet 2.2):
 
     /work/venv-dynet/bin/python tests/data/make_sparse_rows_fixture.py

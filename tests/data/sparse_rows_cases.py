@@ -1,5 +1,5 @@
 """Training runs whose lookups are partly off the loss's path, for the sparse-update
-fixture (make_sparse_rows_fixture.py, run with DyNet) and tests/test_sparse_rows.py
+fixture (make_sparse_rows_fixture.py, run with DyNet) and tests/model/test_sparse_rows.py
 (run with autobatch): the same code, given `dy`, records the values after each update.
 
 DyNet marks a row for the trainer's sparse update when backward calls accumulate_grad

@@ -1,6 +1,6 @@
 """autobatch.distributed: one process without mpiexec, and real two-rank runs.
 
-The two-rank tests launch `mpiexec -n 2 python tests/distributed_worker.py` in a
+The two-rank tests launch `mpiexec -n 2 python tests/support/distributed_worker.py` in a
 subprocess with a timeout. mpi4py and the mpich wheel (which provides mpiexec) are in
 the test extra, so they run wherever the README's test command was used; elsewhere they
 are skipped with the reason, and under CI (CI=true) a missing mpiexec is a failure.
@@ -20,12 +20,13 @@ import pytest
 import autobatch as dy
 from autobatch import distributed as dist
 
-HERE = pathlib.Path(__file__).resolve().parent
+TESTS = pathlib.Path(__file__).resolve().parents[1]          # tests/
+SUPPORT = TESTS / "support"
 LAUNCH_TIMEOUT = 120        # seconds for one mpiexec run; the runs take about 1-5 s
 
 
 def load_worker():
-    spec = importlib.util.spec_from_file_location("distributed_worker", HERE / "distributed_worker.py")
+    spec = importlib.util.spec_from_file_location("distributed_worker", SUPPORT / "distributed_worker.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -46,7 +47,7 @@ def mpiexec():
     pytest.skip(reason)
 
 
-def launch(out, args, n=2, script=HERE / "distributed_worker.py"):
+def launch(out, args, n=2, script=SUPPORT / "distributed_worker.py"):
     """Run `script` with `args` (the worker: its output directory and a mode) on n
     ranks, from `out` (outside the source tree) with this test's autobatch on the path;
     returns (CompletedProcess, seconds)."""
@@ -75,7 +76,7 @@ def test_importing_autobatch_needs_no_mpi():
     code = "import sys, autobatch as dy; dy.distributed.wrap; assert 'mpi4py' not in sys.modules"
     package_root = pathlib.Path(dy.__file__).resolve().parent.parent
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, PYTHONPATH=str(package_root)), cwd=HERE.parent.parent)
+                          env=dict(os.environ, PYTHONPATH=str(package_root)), cwd=TESTS.parent.parent)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -221,7 +222,7 @@ def test_saved_by_rank_0_loaded_by_all_or_broadcast(two_rank_run):
 
 
 def test_distributed_tagger_example_trains_as_one_process(tmp_path):
-    example = HERE.parent / "examples" / "distributed_tagger.py"
+    example = TESTS.parent / "examples" / "distributed_tagger.py"
     args = ["--epochs", "2", "--n-train", "64", "--n-dev", "16", "--batch-size", "16",
             "--hidden", "16", "--word-dim", "16"]
     proc, _ = launch(tmp_path, args, script=example)

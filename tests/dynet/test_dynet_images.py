@@ -8,7 +8,7 @@ import pytest
 
 import autobatch as dy
 
-DATA = pathlib.Path(__file__).resolve().parent / "data"
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 
 
 def run_as_autobatch(strategy):
@@ -24,6 +24,9 @@ def run_as_autobatch(strategy):
         dy.set_default_strategy("agenda")
 
 
+# deliberately a subset of the built-in strategies (not the shared `strategy` fixture of
+# tests/conftest.py): each run execs the whole DyNet image program
+# and compares with its recording; kept to these four cases
 @pytest.mark.parametrize("strategy", ["none", "depth", "agenda", "critical"])
 def test_matches_dynet(strategy):
     want = np.load(DATA / "dynet_images.npz")       # recorded with DyNet 2.2 (dynet38)

@@ -13,7 +13,7 @@ import pytest
 
 import autobatch as dy
 
-HERE = pathlib.Path(__file__).parent
+HERE = pathlib.Path(__file__).resolve().parents[1]      # tests/
 ROWS = [line.rstrip("\n").split("\t") for line in (HERE / "data" / "dynet_public_names.txt").open()]
 DOC = (HERE.parent / "docs" / "dynet.md").read_text()
 # a listed name is a bullet starting with the name in backquotes: "- `to_device`: ..."

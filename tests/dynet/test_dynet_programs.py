@@ -65,7 +65,7 @@ def test_a_matrix_is_still_refused():
 def _runner():
     import importlib.util
     import os
-    path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "dynet_programs.py")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks", "dynet_programs.py")
     spec = importlib.util.spec_from_file_location("dynet_programs", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

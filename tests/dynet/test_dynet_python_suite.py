@@ -1,5 +1,5 @@
 """DyNet's own Python test suite (clab/dynet tests/python/test.py, commit 064d459), the
-classes not in tests/test_dynet_builder_suite.py: TestInput, TestParameters,
+classes not in tests/dynet/test_dynet_builder_suite.py: TestInput, TestParameters,
 TestBatchManipulation, TestIO*, TestExpression, TestOperations, TestSlicing.
 
 Our own port: each DyNet check is kept (same inputs, same expected values), written as

@@ -1,7 +1,7 @@
 """A script written for DyNet runs with only its import line changed."""
 import pathlib
 
-SCRIPT = pathlib.Path(__file__).resolve().parent / "data" / "dynet_tagger.py"
+SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "data" / "dynet_tagger.py"
 
 
 def test_dynet_training_script_runs_unchanged(tmp_path):

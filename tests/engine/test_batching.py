@@ -8,32 +8,11 @@ import autobatch as dy
 from autobatch.testing import check_batching_invariance
 
 from op_cases import Ctx, all_variants
+from python_strategies import PYTHON_STRATEGIES, LargestFirst
+from strategy_names import BATCHING_STRATEGIES, BUILTIN_STRATEGIES
 
-
-class LargestFirst(dy.Strategy):
-    """Python strategy: the signature with the most ready nodes."""
-    name = "test-largest-first"
-
-    def select(self, frontier):
-        return max(frontier.signatures(), key=lambda s: (len(frontier.nodes(s)), -s))
-
-
-class HalfOfLowest(dy.Strategy):
-    """Python strategy returning (signature, nodes): half the ready nodes of the
-    lowest signature id, so batches are split."""
-    name = "test-half-of-lowest"
-
-    def select(self, frontier):
-        s = min(frontier.signatures())
-        nodes = frontier.nodes(s)
-        return s, nodes[: max(1, len(nodes) // 2)]
-
-
-dy.register_strategy(LargestFirst())
-dy.register_strategy(HalfOfLowest())
-
-STRATEGIES = ["none", "depth", "agenda", "critical", "lookahead", LargestFirst.name, HalfOfLowest.name]
-BATCHING = ["depth", "agenda", "critical", "lookahead", LargestFirst.name]      # must batch the op's nodes
+STRATEGIES = BUILTIN_STRATEGIES + PYTHON_STRATEGIES       # the built-in ones and two in Python
+BATCHING = BATCHING_STRATEGIES + [LargestFirst.name]      # must batch the op's nodes
 DEPTHS = [0, 1, 2, 1, 0]
 # ops whose batched kernel is the per-node loop run over more nodes: bit-equal results;
 # gemm-based ops may sum in another order when more columns are stacked, and the

@@ -10,9 +10,12 @@ from hypothesis import given, settings, strategies as st
 import autobatch as dy
 from autobatch.testing import check_grad
 
-from test_batching import HalfOfLowest, LargestFirst
+from python_strategies import PYTHON_STRATEGIES
+from strategy_names import BATCHING_STRATEGIES
 
-STRATEGIES = ["depth", "agenda", "critical", "lookahead", LargestFirst.name, HalfOfLowest.name]
+# the strategies that batch (built in and in Python); not "none": it fuses nothing (its
+# batches hold one node each), and it is the unfused reference the tests compare with
+STRATEGIES = BATCHING_STRATEGIES + PYTHON_STRATEGIES
 UNARY = ["tanh", "logistic", "rectify", "softsign", "square", "negate"]
 BINARY = ["add", "sub", "cmult"]
 

@@ -5,8 +5,6 @@ import pytest
 import autobatch as dy
 from autobatch.testing import check_batching_invariance, check_grad
 
-STRATEGIES = ["none", "depth", "agenda", "critical", "lookahead"]
-
 
 def batch_of_id(i):
     """The node ids of the batch that computed node i."""
@@ -41,7 +39,6 @@ ATTRIBUTE_PAIRS = {
 }
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("pair", sorted(ATTRIBUTE_PAIRS))
 def test_attribute_is_part_of_the_signature(pair, strategy):
     f, g, ref_f, ref_g = ATTRIBUTE_PAIRS[pair]
@@ -72,7 +69,6 @@ def test_scale_gradient_factor_applies_per_node():
     np.testing.assert_allclose(q.grad_as_array(), 0.5)
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_dropout_rates_do_not_share_a_batch(strategy):
     dy.renew_cg(strategy=strategy)
     x = dy.ones(500)
@@ -90,7 +86,6 @@ def test_dropout_rates_do_not_share_a_batch(strategy):
 
 # ------------------------------------ shared argument produced in a batch ----
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_shared_argument_computed_inside_a_batch_gets_its_gradient(strategy):
     pc = dy.ParameterCollection(seed=0)
     W, V = pc.add_parameters((3, 4)), pc.add_parameters((3, 4))
@@ -200,7 +195,6 @@ def test_value_in_the_middle_of_building(strategy):
                                rtol=1e-5)
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_per_node_indices_share_a_batch_and_stay_right(strategy):
     """Indices (pick, pick_range start, pickneglogsoftmax, lookup_batch rows) are
     per-node data, not signature: nodes with different indices batch together."""
@@ -256,7 +250,7 @@ def test_backward_from_a_node_whose_batch_holds_non_ancestors(strategy):
     """a1 and a2 run in one batch; backward from a1 alone must not touch a2's
     (absent) gradient storage. This used to segfault: the batch's kernel wrote the
     gradient of a2's argument tanh(q) through a NULL pointer. Unfused: fusion runs
-    a1 in the pass of exp(...) (tests/test_fusion.py covers its partial backward)."""
+    a1 in the pass of exp(...) (tests/engine/test_fusion.py covers its partial backward)."""
     pc = dy.ParameterCollection(seed=0)
     p, q = pc.add_parameters(1), pc.add_parameters(1)
     for _ in range(3):
@@ -277,6 +271,9 @@ def test_backward_from_a_node_whose_batch_holds_non_ancestors(strategy):
         assert q.grad_as_array()[0] == pytest.approx(1 - np.tanh(q.as_array()[0]) ** 2)
 
 
+# deliberately a subset of the built-in strategies (not the shared `strategy` fixture of
+# tests/conftest.py): the unbatched reference and the two basic
+# batching schedules are enough to batch the unused node with used ones
 @pytest.mark.parametrize("strategy", ["none", "depth", "agenda"])
 def test_no_nan_from_a_batched_node_the_loss_does_not_use(strategy):
     # log(p) at p = 0 has an infinite derivative; batched with log(q), which the loss
@@ -295,6 +292,9 @@ def test_no_nan_from_a_batched_node_the_loss_does_not_use(strategy):
     np.testing.assert_array_equal(q.grad_as_array(), 1.0)
 
 
+# deliberately a subset of the built-in strategies (not the shared `strategy` fixture of
+# tests/conftest.py): as above, the reference and the two basic
+# batching schedules, which put the matmuls in one batch
 @pytest.mark.parametrize("strategy", ["none", "depth", "agenda"])
 def test_backward_through_part_of_a_matmul_batch(strategy):
     # the loss uses two of four W * x_i computed in one batch: dW and dx_i come from

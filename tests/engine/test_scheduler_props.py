@@ -8,9 +8,10 @@ import autobatch as dy
 from autobatch.testing import (build_program, check_batching_invariance, check_schedule,
                                program_parameters, random_program)
 
-from test_batching import HalfOfLowest, LargestFirst
+from python_strategies import PYTHON_STRATEGIES
+from strategy_names import BATCHING_STRATEGIES, BUILTIN_STRATEGIES
 
-STRATEGIES = ["none", "depth", "agenda", "critical", "lookahead", LargestFirst.name, HalfOfLowest.name]
+STRATEGIES = BUILTIN_STRATEGIES + PYTHON_STRATEGIES       # the built-in ones and two in Python
 
 programs = st.builds(
     lambda seed, n, steps, shared: random_program(np.random.default_rng(seed), n_instances=n,
@@ -41,7 +42,7 @@ def test_schedule_invariants(program, strategy):
 def test_strategies_agree(program):
     params = program_parameters(program, dy.ParameterCollection(seed=0))
     stats = check_batching_invariance(lambda: build_program(program, params), params,
-                                      strategies=STRATEGIES[1:], rtol=1e-5, atol=1e-5)
+                                      strategies=BATCHING_STRATEGIES + PYTHON_STRATEGIES, rtol=1e-5, atol=1e-5)
     nodes = stats["none"]["nodes_run"]
     assert all(s["nodes_run"] == nodes for s in stats.values())
     assert all(s["batches"] <= stats["none"]["batches"] for s in stats.values())

@@ -16,7 +16,9 @@ from autobatch.bench import data, run, tasks
 from autobatch.testing import check_batching_invariance
 from autobatch.testing import check_schedule as schedule_invariants
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from strategy_names import BATCHING_STRATEGIES, BUILTIN_STRATEGIES
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 HIDDEN, N_INSTANCES, SEED = 8, 3, 1
 
 
@@ -56,8 +58,9 @@ class Adversarial(dy.Strategy):
 
 dy.register_strategy(Adversarial())
 
-STRATEGIES = ["none", "depth", "agenda", "critical", "lookahead", lookahead.Lookahead.name,
-              Adversarial.name]
+# the built-in ones, the example's Python lookahead and the adversarial one above
+PLUGGED_IN = [lookahead.Lookahead.name, Adversarial.name]
+STRATEGIES = BUILTIN_STRATEGIES + PLUGGED_IN
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +88,7 @@ def check_schedule(strategy, targets):
 def test_batched_equals_unbatched(task, models):
     model, inst = models[task]
     stats = check_batching_invariance(lambda: [model.loss(i) for i in inst], params_of(model),
-                                      strategies=STRATEGIES[1:], rtol=2e-4, atol=2e-5)
+                                      strategies=BATCHING_STRATEGIES + PLUGGED_IN, rtol=2e-4, atol=2e-5)
     nodes = stats["none"]["nodes_run"]
     for s, st in stats.items():
         assert st["strategy"] == s

@@ -121,7 +121,7 @@ def test_our_writer_reproduces_dynets_files_byte_for_byte(tmp_path):
 
 def test_the_files_for_dynet_are_what_we_write(tmp_path):
     """tests/data/check_dynet_loads_ours.py proved DyNet loads these; they must still
-    be what our code writes (regenerate with `python tests/dynet_files.py`)."""
+    be what our code writes (regenerate with `python tests/support/dynet_files.py`)."""
     for name in make_ours(str(tmp_path)):
         assert (tmp_path / name).read_bytes() == read(name), name
     written = np.load(str(tmp_path / "ours_expected.npz"))
@@ -373,7 +373,7 @@ def test_dynets_dy_save_data_is_reproduced_byte_for_byte(tmp_path):
 
 def test_a_users_class_saved_by_dynet_loads_once_registered(tmp_path):
     """DyNet's saving tutorial's OneLayerMLP, saved by DyNet (its .meta names
-    __main__.OneLayerMLP and _dynet.rectify): tests/dynet_files.py registers our
+    __main__.OneLayerMLP and _dynet.rectify): tests/support/dynet_files.py registers our
     version of the class under that name; the file gets nothing else."""
     pc = dy.ParameterCollection()
     mlp, E = dy.load(path("dynet_mlp"), pc)

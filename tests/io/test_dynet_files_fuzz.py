@@ -3,7 +3,7 @@
 Every mutated file must either raise ModelFileError and leave the collection exactly
 as it was (values and gradients; nothing added), or load. Nothing else may happen: no
 other exception, nothing imported or called, no allocation beyond the file's size.
-Fixed seed; each loop stops at its time budget, as tests/test_saveload_fuzz.py."""
+Fixed seed; each loop stops at its time budget, as tests/io/test_saveload_fuzz.py."""
 import os
 import random
 import re

@@ -13,7 +13,7 @@ import pytest
 import autobatch as dy
 from savefiles import read_meta, split_records, write_data, write_meta
 
-V1 = pathlib.Path(__file__).resolve().parent / "data" / "v1"
+V1 = pathlib.Path(__file__).resolve().parents[1] / "data" / "v1"
 
 
 def build(seed):
@@ -466,7 +466,7 @@ def test_append_and_refuse_foreign_file(tmp_path):
 
 def test_security_doc_example_runs():
     """The Python block of docs/security.md runs as written."""
-    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "security.md").read_text()
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert blocks
     namespace = {"__name__": "security_md"}

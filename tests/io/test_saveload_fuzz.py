@@ -22,7 +22,7 @@ import autobatch as dy
 from autobatch.io import autobatch_data, autobatch_save
 from savefiles import join_records, read_meta, split_records, write_meta
 
-V1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "v1")
+V1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "v1")
 
 SEED = 20261201
 BUDGET = float(os.environ.get("AUTOBATCH_FUZZ_SECONDS", 0.3))   # per fuzz loop; raise it for a deeper run

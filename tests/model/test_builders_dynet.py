@@ -9,7 +9,7 @@ import pytest
 
 import autobatch as dy
 
-DATA = pathlib.Path(__file__).parent / "data"
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 FIX = json.loads((DATA / "builders_dynet.json").read_text())
 INP = FIX["inputs"]
 RNNS = ["SimpleRNNBuilder", "VanillaLSTMBuilder", "CoupledLSTMBuilder", "GRUBuilder",

@@ -12,7 +12,7 @@ import pytest
 
 import autobatch as dy
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 sys.path.insert(0, HERE)
 from sparse_rows_cases import CASES, TRAINERS, make_model, run  # noqa: E402
 
@@ -36,6 +36,9 @@ def test_values_match_dynet(case, trainer, wd):
     _check(run(dy, case, trainer, WEIGHT_DECAYS[wd]), FIXTURE[f"{case}/{trainer}/{wd}"])
 
 
+# deliberately a subset of the built-in strategies (not the shared `strategy` fixture of
+# tests/conftest.py): which rows are marked must not depend on
+# the schedule; the reference and two batching schedules show it
 @pytest.mark.parametrize("strategy", ["none", "depth", "agenda"])
 def test_marks_do_not_depend_on_the_strategy(strategy):
     dy.set_default_strategy(strategy)

@@ -221,7 +221,7 @@ def test_weight_decay_rule():
     tr.update()
     np.testing.assert_allclose(W.as_array(), 0.9 * (W0 - 0.5 * gW), rtol=1e-6)
     np.testing.assert_allclose(E.as_array()[6], 0.9 * (E0[6] - 0.5 * gE[6]), rtol=1e-6)
-    # as DyNet: the rows the step did not use decay too (tests/test_weight_decay.py)
+    # as DyNet: the rows the step did not use decay too (tests/model/test_weight_decay.py)
     np.testing.assert_allclose(np.delete(E.as_array(), 6, 0), 0.9 * np.delete(E0, 6, 0), rtol=1e-6)
 
 

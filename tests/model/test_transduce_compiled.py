@@ -7,6 +7,9 @@ import pytest
 
 import autobatch as dy
 
+# deliberately a subset of the built-in strategies (not the shared `strategy` fixture of
+# tests/conftest.py): the compiled path must reproduce the step-by-
+# step nodes bit for bit; the reference and two batching schedules check it
 STRATEGIES = ("none", "agenda", "depth")
 
 

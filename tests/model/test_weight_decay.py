@@ -10,7 +10,7 @@ import pytest
 
 import autobatch as dy
 
-FIXTURE = json.loads((pathlib.Path(__file__).parent / "data" / "weight_decay_dynet.json").read_text())
+FIXTURE = json.loads((pathlib.Path(__file__).resolve().parents[1] / "data" / "weight_decay_dynet.json").read_text())
 TRAINERS = {"sgd": lambda pc: dy.SimpleSGDTrainer(pc, 0.1),
             "momentum": lambda pc: dy.MomentumSGDTrainer(pc, 0.1, 0.9),
             "adam": lambda pc: dy.AdamTrainer(pc, 0.1)}

@@ -13,10 +13,10 @@ import autobatch as dy
 from autobatch.errors import DimensionError
 from autobatch.testing import gradients
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 sys.path.insert(0, DATA)
 from dynet_argmax import CASES  # noqa: E402
-from dynet_ops_a import run  # noqa: E402
+from dynet_ops_stats_losses import run  # noqa: E402
 
 FIXTURE = np.load(os.path.join(DATA, "dynet_argmax.npz"))
 

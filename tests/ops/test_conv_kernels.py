@@ -15,7 +15,7 @@ import pytest
 from autobatch.kernels import conv_testing as K
 
 FLT_MAX = float(np.finfo(np.float32).max)
-DATA = os.path.join(os.path.dirname(__file__), "data", "conv_dynet.npz")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "conv_dynet.npz")
 
 
 # ------------------------------------------------------------ references ----

@@ -1,6 +1,5 @@
-"""DyNet's selections, sparse softmaxes, linear algebra and tensor ops (issue 8, group
-B): values and gradients against DyNet's (tests/data/dynet_ops_b.npz, made by
-tests/data/make_dynet_ops_b_fixture.py with DyNet 2.2), DyNet's edge cases, clear
+"""DyNet's selections, sparse softmaxes, linear algebra and tensor ops: values and gradients against DyNet's (tests/data/dynet_ops_select_linalg.npz, made by
+tests/data/make_dynet_ops_select_linalg_fixture.py with DyNet 2.2), DyNet's edge cases, clear
 errors for bad input, and batching of nodes whose per-node data differ. Values,
 gradients and batched == unbatched for every op are in op_cases_select.py and
 op_cases_linalg.py."""
@@ -12,11 +11,11 @@ import pytest
 
 import autobatch as dy
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # tests/
 sys.path.insert(0, os.path.join(HERE, "data"))
-from dynet_ops_b_cases import CASES, run  # noqa: E402
+from dynet_ops_select_linalg_cases import CASES, run  # noqa: E402
 
-FIXTURE = np.load(os.path.join(HERE, "data", "dynet_ops_b.npz"))
+FIXTURE = np.load(os.path.join(HERE, "data", "dynet_ops_select_linalg.npz"))
 
 
 @pytest.mark.parametrize("name,specs,build", CASES, ids=[c[0] for c in CASES])

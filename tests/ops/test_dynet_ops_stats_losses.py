@@ -1,10 +1,11 @@
-"""DyNet's ops of issue 8 (group A) against DyNet itself, and what the generated op
+"""DyNet's moments, cumsum, losses, distances, rounding, argmax, dropout and
+normalisation ops against DyNet itself, and what the generated op
 cases (op_cases_dynet.py) cannot check: straight-through gradients, the restricted log
 softmax's gradient, the structure of the shared dropout masks, the random leaves,
 digamma's accuracy, and the errors of bad arguments.
 
-dynet_ops_a.npz holds DyNet's dims, values and input gradients of the cases of
-tests/data/dynet_ops_a.py (made by tests/data/make_dynet_ops_a_fixture.py)."""
+dynet_ops_stats_losses.npz holds DyNet's dims, values and input gradients of the cases of
+tests/data/dynet_ops_stats_losses.py (made by tests/data/make_dynet_ops_stats_losses_fixture.py)."""
 import math
 import os
 import sys
@@ -16,11 +17,11 @@ import scipy.special
 import autobatch as dy
 from autobatch.testing import check_grad, gradients
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 sys.path.insert(0, DATA)
-from dynet_ops_a import CASES, run  # noqa: E402
+from dynet_ops_stats_losses import CASES, run  # noqa: E402
 
-FIXTURE = np.load(os.path.join(DATA, "dynet_ops_a.npz"))
+FIXTURE = np.load(os.path.join(DATA, "dynet_ops_stats_losses.npz"))
 # dynet38's round/ceil/floor gradient does not follow gradient_mode (it changes from run
 # to run: an uninitialised flag); the documented modes are tested below instead
 ERRATIC_GRADIENT = {"round_zero", "round_straight", "ceil_straight", "floor_zero"}

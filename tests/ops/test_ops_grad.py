@@ -21,7 +21,7 @@ def make(v, seed=0):
 
 def test_every_op_has_cases():
     missing = [name for name in op_names() if name not in LEAVES and name not in CASES]
-    assert not missing, f"ops without test cases in tests/op_cases.py: {missing}"
+    assert not missing, f"ops without test cases in tests/support/op_cases.py: {missing}"
 
 
 def test_case_table_names_real_ops():

@@ -1,4 +1,4 @@
-"""The program that tests/test_distributed.py runs under `mpiexec -n 2` (and imports for
+"""The program that tests/distributed/test_distributed.py runs under `mpiexec -n 2` (and imports for
 its one-process reference): a small tagger (a lookup table, an LSTM, an output layer)
 trained for a few steps with `autobatch.distributed`.
 

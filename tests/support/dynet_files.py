@@ -2,7 +2,7 @@
 tests/data/make_dynet_model_fixture.py builds it in DyNet, and the files made here for
 DyNet to read (tests/data/check_dynet_loads_ours.py checks them with dynet38):
 
-    python tests/dynet_files.py        # rewrites tests/data/dynet_model/ours*
+    python tests/support/dynet_files.py        # rewrites tests/data/dynet_model/ours*
 """
 import os
 import sys
@@ -11,7 +11,7 @@ import numpy as np
 
 import autobatch as dy
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "dynet_model")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "dynet_model")
 
 
 class OneLayerMLP:

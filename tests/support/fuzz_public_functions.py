@@ -1,5 +1,5 @@
 """Calls every public expression function of autobatch with generated bad arguments;
-run by tests/test_fuzz_functions.py in a child process, so that a crash (a signal) is
+run by tests/api/test_fuzz_functions.py in a child process, so that a crash (a signal) is
 seen as one. Prints one line per unexpected exception type and, at the end, the
 number of calls."""
 import inspect

@@ -64,7 +64,7 @@ for _op, _np_f, _akw in (("round", np.round, {"away": 0.6, "hi": 1.4}),
                                    "4d": ((2, 1, 2, 2), 1)}.items():
         variant(_op, f"zero_gradient-{_sname}")(_unary_case(
             lambda x, f=getattr(dy, _op): f(x, "zero_gradient"), _np_f, _shape, _bs, _akw))
-        # the straight-through gradient is not the finite difference: test_dynet_ops_a
+        # the straight-through gradient is not the finite difference: test_dynet_ops_stats_losses
         variant(_op, f"straight_through-{_sname}", grad_check=False)(_unary_case(
             lambda x, f=getattr(dy, _op): f(x, gradient_mode="straight_through_gradient"),
             _np_f, _shape, _bs, _akw))
@@ -316,7 +316,7 @@ def _rls_variant(name, shape, bs, restrict, grad_check=True):
             out[restrict] = 0.0 if len(restrict) == 1 else sub - np.logaddexp.reduce(sub, axis=0)
             return from_full(out, len(shape))
         return (lambda: dy.log_softmax(x.expr(), restrict=restrict)), ref
-    # -inf outside the restriction: the finite differences are in test_dynet_ops_a
+    # -inf outside the restriction: the finite differences are in test_dynet_ops_stats_losses
     variant("restricted_log_softmax", name, grad_check=False)(fn)
 
 

@@ -13,7 +13,6 @@ import pytest
 import autobatch as dy
 from autobatch.bench import data, run, tasks
 
-BUILTIN = ("none", "depth", "agenda", "critical", "lookahead")
 HIDDEN = 8
 BATCH = 3
 
@@ -41,10 +40,10 @@ def loss_after(model, batch):
 
 @pytest.mark.parametrize("variant", tasks.VARIANTS)
 @pytest.mark.parametrize("task", tasks.TASKS)
-def test_strategies_agree(task, variant, datasets):
+def test_strategies_agree(task, variant, datasets, strategies):
     meta, batch = datasets[task]
     losses = {}
-    for s in BUILTIN:
+    for s in strategies:
         value, st = one_step(task, s, meta, batch, variant)
         assert st["nodes"] > 0 and 0 < st["batches"] <= st["nodes"]
         losses[s] = value
@@ -144,7 +143,6 @@ def test_ops_variant_is_the_builder_variant_outside_the_tree(task, datasets):
     assert got["ops"] == got["builder"]
 
 
-@pytest.mark.parametrize("strategy", BUILTIN)
 def test_treelstm_ops_variant_computes_the_builder_math(strategy, datasets):
     """The ops Tree-LSTM (one matrix per gate, logistic/tanh/cmult nodes) given the
     builder's parameter values (its stacked matrices cut into gate rows) gives the

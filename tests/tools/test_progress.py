@@ -9,7 +9,7 @@ import pytest
 from autobatch import progress as progress_module
 from autobatch.progress import Quiet, progress
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 class FakeTerminal(io.StringIO):

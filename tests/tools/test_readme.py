@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 
 
 @pytest.mark.skipif(not README.exists(), reason="README not next to the tests")
