@@ -1,18 +1,25 @@
-"""Time this build's trainer update against another version of autobatch/model/trainers.py (the
-numpy rules of main, say), in one process, on the bench tasks' models: the same
-gradients are restored before every update and the two trainers alternate, so machine
-noise hits both alike.
+"""Time this build's trainer update against the trainers of another version of autobatch
+(an older commit's, whose rules ran as numpy code, say), in one process, on the bench
+tasks' models: the same gradients are restored before every update and the two
+trainers alternate, so machine noise hits both alike.
 
-    git show main:autobatch/model/trainers.py > /tmp/old_trainers.py
-    PYTHONPATH=. python benchmarks/update_ab.py /tmp/old_trainers.py [--task all]
+    PYTHONPATH=. python benchmarks/update_ab.py OTHER [--task all]
         [--trainer sgd|adam|...] [--updates 30] [--decay 0] [--clip 5]
+
+OTHER is a trainers.py file, or a git revision of this repository: then its
+autobatch/model/trainers.py, or autobatch/trainers.py for revisions from before the
+subpackages (`git show REV:PATH`). The flat layout's imports in that file
+(autobatch._core, autobatch._update) are read as their current modules
+(autobatch.api.core, autobatch.model.update_rules).
 
 Prints, per task, the median milliseconds of one update of each and their ratio. Both
 trainers update the same parameters (the values drift; the timing does not care)."""
 import argparse
-import importlib.util
+import os
 import statistics
+import subprocess
 import time
+import types
 
 import numpy as np
 
@@ -24,10 +31,32 @@ TRAINERS = {"sgd": "SimpleSGDTrainer", "momentum": "MomentumSGDTrainer",
             "rmsprop": "RMSPropTrainer", "adam": "AdamTrainer", "amsgrad": "AmsgradTrainer"}
 
 
-def load_module(path):
-    spec = importlib.util.spec_from_file_location("old_trainers", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+# where a revision keeps the trainers: the current layout first, then the flat one
+TRAINERS_PATHS = ("autobatch/model/trainers.py", "autobatch/trainers.py")
+# the flat layout's imports, as the modules that hold those names now
+FLAT_IMPORTS = [("from autobatch._core import", "from autobatch.api.core import"),
+                ("from autobatch import _update", "from autobatch.model import update_rules as _update")]
+
+
+def trainers_source(other):
+    """(source, name) of OTHER: a file, or a git revision's trainers.py."""
+    if os.path.isfile(other):
+        with open(other) as f:
+            return f.read(), other
+    for path in TRAINERS_PATHS:
+        shown = subprocess.run(["git", "show", f"{other}:{path}"], capture_output=True, text=True)
+        if shown.returncode == 0:
+            return shown.stdout, f"{other}:{path}"
+    raise SystemExit(f"{other}: not a file, nor a git revision with {' or '.join(TRAINERS_PATHS)}")
+
+
+def load_module(other):
+    source, name = trainers_source(other)
+    for flat, current in FLAT_IMPORTS:
+        source = source.replace(flat, current)
+    module = types.ModuleType("old_trainers")
+    module.__file__ = name
+    exec(compile(source, name, "exec"), module.__dict__)
     return module
 
 
@@ -55,7 +84,7 @@ def restore(params, saved):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("old", help="path of the other model/trainers.py")
+    ap.add_argument("old", metavar="OTHER", help="the other trainers.py: a file, or a git revision")
     ap.add_argument("--task", default="all")
     ap.add_argument("--trainer", choices=sorted(TRAINERS), default="sgd")
     ap.add_argument("--updates", type=int, default=30)
