@@ -1,8 +1,8 @@
 """Batching strategies: how ready nodes are grouped into batches.
 
-Built in (Cython, over C arrays): ``"none"``, ``"depth"``, ``"agenda"``. A new
-strategy is any object with a name and a ``select(frontier)`` method; register it
-and choose it by name::
+Built in (Cython, over C arrays): ``"none"``, ``"depth"``, ``"agenda"``, ``"critical"``
+and ``"lookahead"``. A new strategy is any object with a name and a
+``select(frontier)`` method; register it and choose it by name::
 
     class Biggest(autobatch.Strategy):
         name = "biggest"

@@ -3,7 +3,7 @@
 
 A record gives an op's name, arity, which arguments are shared by identity (their
 node id enters the signature), its typed attributes and its batched kernels, which
-live in the _kernels_* modules by family. The API's unary elementwise ops are made
+live in the kernels/ modules by family. The API's unary elementwise ops are made
 from their lines of kernels/elementwise.h when this module loads."""
 from libc.stdint cimport int64_t
 from libc.stdlib cimport calloc

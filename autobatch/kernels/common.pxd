@@ -18,7 +18,7 @@ cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,
                       float* A, int lda, float* B, int ldb, float beta,
                       float* C, int ldc) noexcept nogil:
     """Column-major C = alpha op(A) op(B) + beta C (gemm.gemm_serial), split over the
-    engine's threads when it is large (runtime/threads)."""
+    engine's threads when it is large (kernels/gemm.pyx)."""
     gemm_threaded(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 cdef inline float* consecutive(Batch* b, int a, bint grads) noexcept nogil:
