@@ -15,6 +15,7 @@ MOD_NAMES = [
     "autobatch.kernels.gemm",           # products split over the threads
     "autobatch.kernels.packed",         # weights packed once per pass for the products
     "autobatch.kernels.elementwise",
+    "autobatch.kernels.weight_grads",   # weight gradients, at once or postponed to the end
     "autobatch.kernels.products",
     "autobatch.kernels.reduce",
     "autobatch.kernels.softmax",

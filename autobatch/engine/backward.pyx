@@ -14,8 +14,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from autobatch.engine.fusion cimport chain_start, chain_backward
-from autobatch.kernels.products cimport flush_weight_grads
-from autobatch.runtime.nodes cimport (Node, OpDef, WeightGrad, WeightGrads, F_NEEDS_GRAD, F_TRAINABLE,
+from autobatch.kernels.weight_grads cimport flush_weight_grads, weight_grads_free, weight_grads_start
+from autobatch.runtime.nodes cimport (Node, OpDef, WeightGrads, F_NEEDS_GRAD, F_TRAINABLE,
                                F_GRAD_SET, grad_ready, NODE, ARG)
 from autobatch.engine.optable cimport op_table, OP_LOOKUP_BATCH
 from autobatch.engine.parallel cimport run_kernel
@@ -57,14 +57,9 @@ cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batc
     # even 0 * inf = NaN from a node whose local derivative is infinite).
     cdef int32_t* sub = <int32_t*>malloc(most * sizeof(int32_t))
     cdef WeightGrads defer           # room for one postponed weight gradient per product term
-    defer.n = 0
-    defer.cap = <int>cap
-    defer.share = share_weights
-    defer.shared = 0
-    defer.items = <WeightGrad*>malloc(cap * sizeof(WeightGrad))
-    if sub == NULL or defer.items == NULL:
+    if weight_grads_start(&defer, <int>cap, share_weights) < 0 or sub == NULL:
         free(sub)
-        free(defer.items)
+        weight_grads_free(&defer)
         raise MemoryError("autobatch: backward's work arrays")
     ctx.defer = &defer if defer_weights else NULL
     # the GIL stays held: backward adds into parameter gradients, which the graphs of
@@ -74,7 +69,7 @@ cdef int backward_pass(const NodeView* v, const BatchLog* log, Sched* work, Batc
         arena_check(ctx.scratch)
         shared_weight_grads[0] += defer.shared
     finally:
-        free(defer.items)
+        weight_grads_free(&defer)
         free(sub)
     return 0
 

@@ -7,7 +7,7 @@ from scipy.linalg.cython_blas cimport sgemv, sger
 from autobatch.runtime.memory cimport Arena, arena_alloc
 from autobatch.runtime.nodes cimport (Batch, Node, ARG, AHEAD, MAX_DIMS, grad_fresh, grad_mark,
                                prefetch_batch_arg)
-from autobatch.runtime.profile cimport P_GATHER, prof_start, prof_stop
+from autobatch.runtime.profile cimport P_GATHER, P_GEMM, Profile, prof_start, prof_stop
 from autobatch.kernels.gemm cimport gemm_threaded
 
 cdef extern from "fastmath.h" nogil:
@@ -20,6 +20,14 @@ cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,
     """Column-major C = alpha op(A) op(B) + beta C (gemm.gemm_serial), split over the
     engine's threads when it is large (kernels/gemm.pyx)."""
     gemm_threaded(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+
+cdef inline void tgemm(Profile* prof, char ta, char tb, int m, int n, int k, float alpha,
+                       float* A, int lda, float* B, int ldb, float beta,
+                       float* C, int ldc) noexcept nogil:
+    """gemm, timed when profiling (prof != NULL)."""
+    cdef double t0 = prof_start(prof)
+    gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+    prof_stop(prof, P_GEMM, t0)
 
 cdef inline float* consecutive(Batch* b, int a, bint grads) noexcept nogil:
     """The values (or gradients) of argument a of all nodes, if they follow each
