@@ -17,7 +17,6 @@ step time includes one pipe round trip (~0.1 ms).
     python -m autobatch.bench --task all --strategy all --json out.json --plot out.png
     python -m autobatch.bench --task treelstm --variant all --dynet-python /path/to/venv/bin/python
 """
-import argparse
 import datetime
 import json
 import os
@@ -28,12 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 import autobatch as dy
-from autobatch.bench import blas, data, dynet_worker, tasks
+from autobatch.bench import blas, data, dynet_worker, options, tasks
 from autobatch.progress import progress as progress_bar
 
 TORCH_MODES = ("eager", "batched")
@@ -378,77 +378,56 @@ def import_plugin(spec):
 
 
 def main(argv=None, native_blas=False):
-    ap = argparse.ArgumentParser(prog="python -m autobatch.bench", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--task", default="all", help="all or a comma list of " + ",".join(tasks.TASKS))
-    ap.add_argument("--strategy", default="all",
-                    help="all (every registered strategy) or a comma list; NAME@N runs a strategy "
-                         "on N engine threads (dy.set_num_threads), e.g. agenda,agenda@2")
-    ap.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE_OR_FILE",
-                    help="import this module (or .py file) first, e.g. one that registers a strategy "
-                         "with autobatch.register_strategy; repeatable")
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--batch-sizes", help="comma list, e.g. 1,4,16,64,256 (scaling run; overrides --batch-size)")
-    ap.add_argument("--hidden", default="256", help="hidden/embedding size, or a comma list (e.g. 64,256,1024)")
-    ap.add_argument("--steps", type=int, default=5, help="timed minibatches after one warm-up")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--lr", type=float, default=0.1)
-    ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--plot", help="write a plot here (needs matplotlib)")
-    ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baselines")
-    ap.add_argument("--torch", default="eager,batched", help="which PyTorch baselines (eager,batched)")
-    ap.add_argument("--variant", default="builder",
-                    help="model variant: builder (our fused builders), ops (cells written with "
-                         "ops, as DyNet users do) or all")
-    ap.add_argument("--dynet", action="store_true",
-                    help="DyNet as a baseline on the ops variant (needs --dynet-python, unless "
-                         "this interpreter has the dynet38 wheel)")
-    ap.add_argument("--dynet-python", metavar="PATH",
-                    help="an interpreter with DyNet (dynet38) for the DyNet baseline; implies --dynet")
-    ap.add_argument("--dynet-autobatch", default="1",
-                    help="DyNet's autobatch setting(s), comma list of 0 and 1 (1: agenda batching)")
-    ap.add_argument("--dynet-mem", default="2048", help="DyNet's memory pool in MB (dynet_config mem)")
-    ap.add_argument("--quiet", action="store_true", help="no progress bar (one is drawn only on a terminal, with tqdm)")
-    ap.add_argument("--profile", action="store_true",
-                    help="time the engine's parts too (dy.set_profiling) and print where a step's "
-                         "time goes: gemm, gathers, kernels, engine, memory, graph building")
-    ap.add_argument("--native-blas", action="store_true",
-                    help="unset OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (handled at re-exec)")
+    ap = options.parser(__doc__)
     a = ap.parse_args(argv)
     native_blas = native_blas or a.native_blas
     if a.steps < 1:
         ap.error("--steps must be at least 1")
+    plan = _prepare(ap, a)
+    meta = _describe(a, argv, native_blas, plan)
+    rows = _run_all(a, plan, meta)
+    _report(a, rows, meta)
+    return meta
 
+
+def _prepare(ap, a):
+    """Import the plugins; check and expand the options into what to run (the lists of
+    tasks, strategies, sizes, baselines and variants); load torch and the BLAS."""
     for spec in a.imports:
         import_plugin(spec)
-    task_names = parse_list(a.task, tasks.TASKS, "task")
-    strategies = parse_list(a.strategy, list(dy.available_strategies()), "strategy") \
+    plan = SimpleNamespace(task_names=parse_list(a.task, tasks.TASKS, "task"))
+    plan.strategies = parse_list(a.strategy, list(dy.available_strategies()), "strategy") \
         if a.strategy == "all" else parse_list(a.strategy)
-    parse_list(",".join(s.partition("@")[0] for s in strategies), list(dy.available_strategies()),
+    parse_list(",".join(s.partition("@")[0] for s in plan.strategies), list(dy.available_strategies()),
                "strategy")
-    bad = [s for s in strategies if "@" in s and not s.partition("@")[2].isdigit()]
+    bad = [s for s in plan.strategies if "@" in s and not s.partition("@")[2].isdigit()]
     if bad:
         ap.error(f"--strategy: threads after @ must be a number: {', '.join(bad)}")
-    batch_sizes = [int(x) for x in parse_list(a.batch_sizes)] if a.batch_sizes else [a.batch_size]
-    hiddens = [int(x) for x in parse_list(a.hidden)]
-    torch_modes = [] if a.no_torch else parse_list(a.torch, TORCH_MODES, "torch baseline")
-    if torch_modes:
+    plan.batch_sizes = [int(x) for x in parse_list(a.batch_sizes)] if a.batch_sizes else [a.batch_size]
+    plan.hiddens = [int(x) for x in parse_list(a.hidden)]
+    plan.torch_modes = [] if a.no_torch else parse_list(a.torch, TORCH_MODES, "torch baseline")
+    if plan.torch_modes:
         try:
             import torch  # noqa: F401
         except ImportError:
             print("PyTorch is not installed: no baselines (pip install 'autobatch[bench]')", file=sys.stderr)
-            torch_modes = []
-    variants = parse_list(a.variant, tasks.VARIANTS, "variant")
-    dynet_autobatch = [int(x) for x in parse_list(a.dynet_autobatch, ("0", "1"), "--dynet-autobatch")]
-    dynet = None
+            plan.torch_modes = []
+    plan.variants = parse_list(a.variant, tasks.VARIANTS, "variant")
+    plan.dynet_autobatch = [int(x) for x in parse_list(a.dynet_autobatch, ("0", "1"), "--dynet-autobatch")]
+    plan.dynet = None
     if a.dynet or a.dynet_python:
-        dynet, why = find_dynet_python(a.dynet_python)
-        if dynet is None:
+        plan.dynet, why = find_dynet_python(a.dynet_python)
+        if plan.dynet is None:
             print(f"DyNet baseline skipped: {why}", file=sys.stderr)
-    if torch_modes:
+    if plan.torch_modes:
         from autobatch.bench import torch_baselines  # noqa: F401  (sets torch to one thread)
     import scipy.linalg.blas  # noqa: F401  (load the engine's BLAS before describing it)
+    return plan
 
+
+def _describe(a, argv, native_blas, plan):
+    """Measure sgemm, print the machine, the BLAS (and the DyNet baseline); the run's
+    metadata."""
     sgemm = sgemm_gflops()
     meta = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -460,7 +439,7 @@ def main(argv=None, native_blas=False):
         "blas_threads_env": {v: os.environ.get(v) for v in blas.THREAD_VARS},
         "sgemm_gflops_1thread": sgemm,
     }
-    if torch_modes:
+    if plan.torch_modes:
         import torch
         meta["torch"] = {"version": torch.__version__, "threads": torch.get_num_threads()}
     print(f"machine: {meta['machine']['cpu']}, {meta['machine']['logical_cpus']} logical CPUs")
@@ -468,18 +447,28 @@ def main(argv=None, native_blas=False):
     print(f"single-thread sgemm (2048^3): {sgemm:.1f} GFLOP/s")
     sys.stdout.flush()
 
-    if dynet:
-        meta["dynet"] = {"python": dynet, "autobatch": dynet_autobatch, "mem_mb": a.dynet_mem}
-        print(f"DyNet baseline: {dynet} (autobatch={','.join(map(str, dynet_autobatch))})")
-    meta["variants"] = variants
+    if plan.dynet:
+        meta["dynet"] = {"python": plan.dynet, "autobatch": plan.dynet_autobatch, "mem_mb": a.dynet_mem}
+        print(f"DyNet baseline: {plan.dynet} (autobatch={','.join(map(str, plan.dynet_autobatch))})")
+    return meta
+
+
+def _run_all(a, plan, meta):
+    """Run every system of the plan, with a progress bar; the rows of results."""
+    meta["variants"] = plan.variants
     meta["profile"] = a.profile
     dy.set_profiling(a.profile)
     # a bar on a terminal when tqdm is installed; nothing in a log or a pipe
-    steps_in_all = len(hiddens) * len(batch_sizes) * len(task_names) * (a.steps + 1)
+    steps_in_all = len(plan.hiddens) * len(plan.batch_sizes) * len(plan.task_names) * (a.steps + 1)
     with progress_bar(total=steps_in_all, desc="bench", unit="step", disable=a.quiet) as bar:
-        rows = run(task_names, strategies, batch_sizes, hiddens, a.steps, torch_modes, a.seed, a.lr,
-                   bar, variants, dynet, dynet_autobatch, a.dynet_mem)
-    table(rows, sgemm)
+        return run(plan.task_names, plan.strategies, plan.batch_sizes, plan.hiddens, a.steps,
+                   plan.torch_modes, a.seed, a.lr, bar, plan.variants, plan.dynet,
+                   plan.dynet_autobatch, a.dynet_mem)
+
+
+def _report(a, rows, meta):
+    """Print the table (and the profile view); write the JSON and the plot if asked."""
+    table(rows, meta["sgemm_gflops_1thread"])
     profile_table(rows)
     meta["rows"] = rows
     if a.json:
@@ -490,7 +479,6 @@ def main(argv=None, native_blas=False):
         from autobatch.bench import plot
         plot.plot(rows, a.plot)
         print(f"wrote {a.plot}")
-    return meta
 
 
 if __name__ == "__main__":
