@@ -284,10 +284,8 @@ def summarize(a, results, failed):
     return lines, sanity, summary
 
 
-def main(argv=None):
-    a = parse_args(argv)
-    workdir = a.keep or tempfile.mkdtemp(prefix="autobatch-compare-")
-    os.makedirs(workdir, exist_ok=True)
+def probe_all(a, workdir):
+    """{label: what its interpreter has installed}; exits if one lacks the strategy."""
     labels = [p[0] for p in a.pythons]
     info = {}
     for label, py in a.pythons:
@@ -298,11 +296,13 @@ def main(argv=None):
         if len({info[l][k] for l in labels}) > 1:
             print(f"warning: the interpreters differ in {k}: "
                   + ", ".join(f"{l} {info[l][k]}" for l in labels), file=sys.stderr)
-    rows = benchmarks(a.task_list)
-    n_inv = a.rounds * len(a.task_list) * len(labels)
-    print(f"# {len(labels)} interpreters x {len(a.task_list)} benchmarks x {a.rounds} rounds "
-          f"= {n_inv} invocations; scratch dir {workdir}", file=sys.stderr)
+    return info
 
+
+def run_rounds(a, rows, workdir):
+    """Every round: each benchmark once per interpreter, side by side. Returns
+    (results[label][round][name], failed, blas, invocations, elapsed seconds)."""
+    labels = [p[0] for p in a.pythons]
     # untimed warm-up: page the interpreters, numpy/scipy and the extension in
     for label, py in a.pythons:
         try:
@@ -316,7 +316,6 @@ def main(argv=None):
     blas = {}
     invocations = []         # one per bench run: label, round, task, wall, CPU share
     t_start = time.perf_counter()
-    done = 0
     for rnd in range(a.rounds):
         for l in labels:
             results[l].append({})
@@ -341,16 +340,17 @@ def main(argv=None):
                 for n in names:
                     if n in figs:
                         results[label][rnd][n] = figs[n]
-                done += 1
                 el = time.perf_counter() - t_start
                 print(f"[{el:6.0f}s] round {rnd + 1}/{a.rounds} {task:11s} {label:8s} "
                       + "  ".join(f"{n} {fmt(figs[n]['value'], u)}" for n, _, u in rows if n in figs)
                       + f"  ({figs['_wall']:.1f} s, CPU share {figs['_cpu_share']:.2f})", file=sys.stderr)
-    elapsed = time.perf_counter() - t_start
+    return results, failed, blas, invocations, time.perf_counter() - t_start
 
-    table, sanity, summary = summarize(a, results, failed)
+
+def report(a, argv_shown, info, blas, invocations, elapsed, table, sanity, failed):
+    """The markdown report."""
+    labels = [p[0] for p in a.pythons]
     shares = [x["cpu_share"] for x in invocations]
-    argv_shown = sys.argv[1:] if argv is None else argv
     md = [f"Speed comparison, {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}: "
           f"`python benchmarks/compare_versions.py {shlex.join(argv_shown)}`",
           "",
@@ -371,7 +371,23 @@ def main(argv=None):
         md += ["", "Differences in the graphs or the first loss (same code should show none):"] + sanity
     if failed:
         md += ["", "Failed:"] + [f"- {l} {n}: {msg.splitlines()[0]}" for (l, n), msg in sorted(failed.items())]
-    text = "\n".join(md)
+    return "\n".join(md)
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    workdir = a.keep or tempfile.mkdtemp(prefix="autobatch-compare-")
+    os.makedirs(workdir, exist_ok=True)
+    labels = [p[0] for p in a.pythons]
+    info = probe_all(a, workdir)
+    rows = benchmarks(a.task_list)
+    n_inv = a.rounds * len(a.task_list) * len(labels)
+    print(f"# {len(labels)} interpreters x {len(a.task_list)} benchmarks x {a.rounds} rounds "
+          f"= {n_inv} invocations; scratch dir {workdir}", file=sys.stderr)
+    results, failed, blas, invocations, elapsed = run_rounds(a, rows, workdir)
+    table, sanity, summary = summarize(a, results, failed)
+    argv_shown = sys.argv[1:] if argv is None else argv
+    text = report(a, argv_shown, info, blas, invocations, elapsed, table, sanity, failed)
     print(text)
     if a.out:
         with open(a.out, "w") as fh:
