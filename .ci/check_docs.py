@@ -21,8 +21,10 @@ def main(build_dir):
             value = getattr(module, name)
             if name.startswith("_") or inspect.ismodule(value):
                 continue
-            if module is not autobatch and getattr(value, "__module__", None) != module.__name__:
-                continue
+            defined_in = getattr(value, "__module__", None) or ""
+            if module is not autobatch and not (defined_in == module.__name__
+                                                or defined_in.startswith(module.__name__ + ".")):
+                continue          # (autobatch.distributed's names are defined in its submodules)
             qualname = f"{module.__name__}.{name}"
             if qualname not in ids and f"<code class=\"docutils literal notranslate\"><span class=\"pre\">{name}</span></code>: the same as" not in page:
                 missing.append(qualname)

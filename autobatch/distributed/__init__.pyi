@@ -9,6 +9,10 @@ from autobatch.model.trainers import Trainer
 
 _T = TypeVar("_T")
 
+__all__ = ["DistributedTrainer", "LAUNCHER_SIZE_VARS", "allreduce", "allreduce_mean", "barrier",
+           "broadcast_parameters", "find_mpiexec", "init", "is_main", "load", "minibatches",
+           "populate", "rank", "save", "shard", "size", "split_batch", "wrap"]
+
 LAUNCHER_SIZE_VARS: tuple[str, ...]
 
 def init(abort_on_error: bool = True, timeout: float | None = None) -> int: ...

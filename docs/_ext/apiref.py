@@ -47,6 +47,12 @@ def _module(obj):
     return getattr(obj, "__module__", None)
 
 
+def _in_package(obj, package):
+    """Defined in `package` or one of its submodules (not imported into it from elsewhere)."""
+    module = _module(obj) or ""
+    return module == package or module.startswith(package + ".")
+
+
 def _file(obj):
     code = getattr(obj, "__code__", None)
     return os.path.basename(code.co_filename) if code is not None else None
@@ -96,7 +102,7 @@ def distributed_lines():
     aliases = []
     for name in public_names(dist):
         obj = getattr(dist, name)
-        if _module(obj) != "autobatch.distributed":
+        if not _in_package(obj, "autobatch.distributed"):     # defined in its submodules
             continue
         canonical = getattr(obj, "__name__", name)
         if canonical != name:

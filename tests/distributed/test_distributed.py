@@ -169,7 +169,7 @@ def test_sparse_updates_send_and_change_only_touched_rows(two_rank_run):
 def test_dense_gradients_travel_in_buffers_of_the_size_asked():
     model = worker.Model(seed=0)
     sizes = [p._grad_flat.size for p in model.pc.parameters_list()]
-    buffers = dist._buckets([p._grad_flat for p in model.pc.parameters_list()], 4 * 100)
+    buffers = dist.collectives._buckets([p._grad_flat for p in model.pc.parameters_list()], 4 * 100)
     assert [b[0].size for b in buffers] and sum(b[0].size for b in buffers) == sum(sizes)
     for buf, group, pairs in buffers:          # at most 100 floats, or one larger array alone
         assert buf.size <= 100 or len(group) == 1

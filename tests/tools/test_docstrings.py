@@ -21,7 +21,8 @@ def _own(module, name, value):
         return False
     if module is autobatch:
         return True
-    return getattr(value, "__module__", None) == module.__name__
+    defined_in = getattr(value, "__module__", None) or ""      # a package's submodules too
+    return defined_in == module.__name__ or defined_in.startswith(module.__name__ + ".")
 
 
 def public_names():

@@ -15,10 +15,17 @@ import autobatch.distributed
 PACKAGE = pathlib.Path(autobatch.__file__).resolve().parent
 
 
+def stub_path(module):
+    """autobatch/<module path>.pyi, or <module path>/__init__.pyi for a package."""
+    path = PACKAGE / (module.replace(".", "/") + ".pyi")
+    package = PACKAGE / module.replace(".", "/") / "__init__.pyi"
+    return package if not path.exists() and package.exists() else path
+
+
 @functools.cache
 def stub(module):
     """{name: ast node} of autobatch/<module path>.pyi, star imports followed."""
-    path = PACKAGE / (module.replace(".", "/") + ".pyi")
+    path = stub_path(module)
     assert path.exists(), f"no stub {path.relative_to(PACKAGE)} for autobatch.{module}"
     names = {}
     for node in ast.parse(path.read_text()).body:
@@ -65,13 +72,24 @@ def members(module, node):
 
 
 def module_of(value):
-    return value.__module__.removeprefix("autobatch").removeprefix(".") or "__init__"
+    """The stub that declares `value`: its module's, else its package's (the submodules
+    of autobatch.distributed have none: its __init__.pyi declares what they define)."""
+    module = value.__module__.removeprefix("autobatch").removeprefix(".") or "__init__"
+    while "." in module and not stub_path(module).exists():
+        module = module.rpartition(".")[0]
+    return module
+
+
+def defined_in(value, module):
+    """`value` is defined in `module` or, for a package, in one of its submodules."""
+    name = getattr(value, "__module__", None) or ""
+    return name == module.__name__ or name.startswith(module.__name__ + ".")
 
 
 def public(module):
     return [(n, getattr(module, n)) for n in sorted(dir(module))
             if not n.startswith("_") and not inspect.ismodule(getattr(module, n))
-            and (module is autobatch or getattr(getattr(module, n), "__module__", None) == module.__name__)]
+            and (module is autobatch or defined_in(getattr(module, n), module))]
 
 
 @pytest.mark.parametrize("module, stubname", [(autobatch, "__init__"),
