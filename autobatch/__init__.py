@@ -13,7 +13,6 @@ of ``kernels/elementwise.h`` (``tanh``, ``logistic``, ``elu``, ...) to the funct
 """
 from autobatch.version import __version__
 from autobatch.errors import DimensionError, ModelFileError, StaleExpressionError
-from autobatch.engine.graph import ComputationGraph
 from autobatch.engine.stats import set_profiling, profiling
 from autobatch.engine.strategies import (
     Frontier, register_strategy, available_strategies, set_default_strategy, default_strategy,

@@ -5,7 +5,6 @@
 from autobatch import config as config
 from autobatch import distributed as distributed
 from autobatch.api.core import *
-from autobatch.engine.graph import ComputationGraph as ComputationGraph
 from autobatch.engine.stats import profiling as profiling, set_profiling as set_profiling
 from autobatch.engine.strategies import (
     Frontier as Frontier, available_strategies as available_strategies,

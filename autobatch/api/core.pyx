@@ -16,18 +16,22 @@ from autobatch.runtime.nodes cimport *
 from autobatch.engine.optable cimport *
 from autobatch.kernels.elementwise cimport AB_UNARY_API_COUNT, ab_unary_api, ab_unary_info
 from autobatch.runtime.rng cimport *
-from autobatch.engine.graph cimport ComputationGraph, new_version
+from autobatch.engine.graph cimport EngineGraph, new_version
+from autobatch.engine.strategies cimport S_NONE
+from autobatch.engine.stats cimport (batch_stats, fusion_stats, batch_list, print_batch_list,
+                                     print_graphviz, lower_bound, operand_stats, profile_stats)
+from autobatch.runtime.memory cimport arena_capacity
 from autobatch.kernels.conv cimport (ConvGeom, conv_geom, pool_geom, GEOM_OK, GEOM_BAD_ARG,
                                       GEOM_FILTER_TOO_BIG)
 
 import inspect
 import operator
 import re
+import sys
 import threading
 
 import numpy as np
 
-from autobatch.engine import graph as _graph_module
 from autobatch.errors import DimensionError, StaleExpressionError
 
 cdef const OpDef* OPS = op_table()
@@ -36,6 +40,7 @@ OP_NAMES = [OPS[i].name.decode() for i in range(n_ops())]
 
 # one module, its parts by job (each names what it uses of the others)
 include "shapes.pxi"
+include "computation_graph.pxi"
 include "current_graph.pxi"
 include "expression.pxi"
 include "parameters.pxi"

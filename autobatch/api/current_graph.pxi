@@ -113,15 +113,3 @@ def set_random_seed(uint64_t seed):
     global _seed_state
     _seed_state = seed
     rng_seed(&_here().rng, seed)
-
-
-def _renew_graph(ComputationGraph g, immediate_compute, check_validity, strategy, autobatching,
-                 fusion):
-    """`g.renew(...)`: `renew_cg` for g, which must be the calling thread's graph."""
-    if _here() is not g:
-        raise RuntimeError("renew: this is not the calling thread's current graph")
-    return renew_cg(immediate_compute, check_validity, strategy=strategy,
-                    autobatching=autobatching, fusion=fusion)
-
-
-_graph_module._set_renew(_renew_graph)

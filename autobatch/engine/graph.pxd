@@ -1,4 +1,4 @@
-# The computation graph: node storage and the public methods (forward, backward,
+# The engine's side of a computation graph: node storage and the passes (forward, backward,
 # renew, statistics). The stages it runs live in their own modules.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from autobatch.engine.backward cimport RowMark
@@ -24,7 +24,7 @@ cdef int32_t new_version() except -1
 cdef enum:
     NODE_HEADROOM = 4
 
-cdef class ComputationGraph:
+cdef class EngineGraph:
     # node storage
     cdef Node* nodes
     cdef int64_t n_nodes, cap_nodes
@@ -101,4 +101,3 @@ cdef class ComputationGraph:
     cpdef set_strategy(self, strategy)
     cpdef invalidate(self)
     cdef bint owns(self, int32_t version, int32_t idx) noexcept
-    cdef int32_t _node_arg(self, e) except -1

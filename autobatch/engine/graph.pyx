@@ -1,11 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The computation graph: node storage (C arrays, append-only) and the public
-methods. A forward collects the needed nodes (scheduler) and runs the forward loop
-(forward: the strategy picks batches, the executor runs them, fusion runs their
-chains); backward replays the batches in reverse (backward); stats reports what
-happened."""
-import sys
-
+"""The engine's side of a computation graph: node storage (C arrays, append-only),
+the passes and checkpoints. A forward collects the needed nodes (scheduler) and runs
+the forward loop (forward: the strategy picks batches, the executor runs them, fusion
+runs their chains); backward replays the batches in reverse (backward). DyNet's
+ComputationGraph (api/computation_graph.pxi) extends it with DyNet's calls and the
+views of what ran (stats)."""
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
@@ -20,28 +19,18 @@ from autobatch.runtime.nodes cimport OpDef, elems, MAX_DIMS, F_DONE, F_NEEDS_GRA
 from autobatch.engine.optable cimport op_table, OP_NOBACKPROP
 from autobatch.runtime.rng cimport rng_seed
 from autobatch.runtime.memory cimport (arena_alloc_or_raise, arena_reset, arena_free,
-                                arena_capacity, arena_mark, arena_revert, grow)
+                                arena_mark, arena_revert, grow)
 from autobatch.engine.forward cimport run_forward
 from autobatch.kernels.packed cimport packs_begin, packs_free
 from autobatch.engine.scheduler cimport sched_collect_many, sched_free
 from autobatch.engine.signatures cimport sig_intern, sig_reset, sig_truncate, sig_free
 from autobatch.runtime.profile cimport Profile, Traffic, prof_now
-from autobatch.engine.stats cimport (batch_stats, fusion_stats, batch_list, print_batch_list, print_graphviz,
-                               lower_bound, operand_stats, profile_stats, profiling_enabled)
+from autobatch.engine.stats cimport profiling_enabled
 from autobatch.engine.strategies cimport S_NONE, strategy_id
 from autobatch.engine.strategies import resolve_strategy
 from autobatch.errors import StaleExpressionError
 
 cdef const OpDef* OPS = op_table()
-
-# dy.renew_cg belongs to the API (api/current_graph.pxi), which hands it over when it
-# loads (the engine imports nothing above it): renew(graph, ...) for graph.renew(...)
-_renew_current = None
-
-
-def _set_renew(renew):
-    global _renew_current
-    _renew_current = renew
 cdef int32_t _last_version = -1        # the first graph is version 0, as in DyNet
 
 
@@ -58,8 +47,10 @@ cdef inline double now() noexcept nogil:
     return prof_now()
 
 
-cdef class ComputationGraph:
-    """One lazily evaluated graph. Create through `renew_cg()`."""
+cdef class EngineGraph:
+    """The engine's side of a computation graph: node storage, the forward and backward
+    passes, checkpoints. The DyNet-facing class, ComputationGraph (api/computation_graph.pxi),
+    extends it."""
 
     def __init__(self, strategy):
         self.fusion = True
@@ -363,85 +354,6 @@ cdef class ComputationGraph:
                                        "(it is stale, or the graph was renewed)")
         return idx
 
-    def forward(self, e):
-        """Compute ``e`` (an Expression, or a node index as DyNet's VariableIndex) and every
-        ancestor not computed yet, in batches chosen by the graph's strategy (as
-        ``e.forward()``)."""
-        self.forward_to(self._node_arg(e))
-
-    def backward(self, e, full=False):
-        """Backward from the scalar ``e`` (an Expression or a node index), as
-        ``e.backward(full)``: the batches of the forward pass in reverse, gradients added
-        into the parameters' (and, with ``full=True``, kept for every node)."""
-        self.backward_from(self._node_arg(e), full)
-
-    def version(self):
-        """This graph's version: renew_cg() gives every new graph a new one (DyNet's
-        ComputationGraph.version)."""
-        return self.version_id
-
-    def stats(self):
-        """Statistics of what ran so far in this graph (see the README)."""
-        cdef NodeView v = self.view()
-        out = {"strategy": getattr(self.strategy, "name", repr(self.strategy))}
-        out.update(batch_stats(&v, &self.log, &self.sigs, self.strategy_id == S_NONE))
-        out["fused"] = fusion_stats(&v, &self.log)
-        out["fused"]["backward_chains"] = int(self.n_backward_chains)
-        out["fused"]["shared_weight_grads"] = int(self.n_shared_weight_grads)
-        out.update({
-            "forward_calls": self.n_forward_calls,
-            "backward_calls": self.n_backward_calls,
-            "seconds": {"build": self.t_build, "schedule": self.t_schedule,
-                        "forward": self.t_forward, "backward": self.t_backward},
-            # bytes used by this graph's values, and by its last backward; the
-            # capacity is what the process keeps for the next graph
-            "arena_bytes": int(self.leaf_arena.peak + self.arena.peak),
-            "grad_arena_bytes": int(self.garena.peak),
-            "arena_capacity_bytes": int(arena_capacity(&self.leaf_arena) + arena_capacity(&self.arena)
-                                        + arena_capacity(&self.garena)),
-            "operands": operand_stats(&self.traffic),
-            "node_capacity": int(self.cap_nodes),     # room for nodes before the array grows
-        })
-        if self.profiling:
-            out["profile"] = profile_stats(&self.prof, self.t_build, self.t_schedule,
-                                           self.t_forward, self.t_backward)
-        return out
-
-    def batches(self):
-        """The batches in execution order: a list of (op name, [node ids])."""
-        cdef NodeView v = self.view()
-        return batch_list(&v, &self.log)
-
-    def print_batches(self, file=None):
-        """Debug view: every batch in execution order with its signature and shapes."""
-        cdef NodeView v = self.view()
-        print_batch_list(&v, &self.log, file or sys.stdout)
-
-    def node_info(self, int32_t i):
-        """(op name, shape, batch size, signature id, argument ids) of node i."""
-        if not 0 <= i < self.n_nodes:
-            raise IndexError(f"no node {i} in this graph ({self.n_nodes} nodes)")
-        cdef Node* n = &self.nodes[i]
-        return (OPS[n.op].name.decode(), self.shape_of(i), n.bs, n.sig,
-                [self.args[n.args_at + a] for a in range(n.nargs)])
-
-    def batch_lower_bound(self):
-        """A lower bound on the number of batches any strategy needs for the scheduled
-        part of this graph: for each signature, the most nodes of that signature on
-        any one dependency path (they can never share a batch). Returns
-        (total, {signature: bound})."""
-        cdef NodeView v = self.view()
-        return lower_bound(&v, &self.sigs)
-
-    def signature_nodes(self):
-        """{signature id: number of nodes created with it}."""
-        return {s: self.sigs.count[s] for s in range(self.sigs.n)}
-
-    @property
-    def num_nodes(self):
-        """The number of nodes created in this graph so far."""
-        return int(self.n_nodes)
-
     cpdef invalidate(self):
         """Forget every computed value (not the inputs): the next value() computes
         the graph again, e.g. after parameters were changed (DyNet's invalidate)."""
@@ -509,63 +421,3 @@ cdef class ComputationGraph:
         if self.backward_target >= cp.n_nodes:  # the loss was dropped: its gradients go
             self.backward_target = -1
         self.version_id = new_version()
-
-    # ------------------------------------------------- DyNet's graph calls ----
-
-    def renew(self, immediate_compute=False, check_validity=False, autobatching=None,
-              strategy=None, fusion=None):
-        """`dy.renew_cg(...)` for this graph, which must be the calling thread's; returns it."""
-        return _renew_current(self, immediate_compute, check_validity, strategy=strategy,
-                              autobatching=autobatching, fusion=fusion)
-
-    cdef int32_t _node_arg(self, e) except -1:
-        """A node from an Expression or DyNet's VariableIndex (an int)."""
-        if isinstance(e, int) and not isinstance(e, bool):
-            if not 0 <= e < self.n_nodes:
-                raise IndexError(f"no node {e} in this graph ({self.n_nodes} nodes)")
-            return e
-        if not hasattr(e, "vindex"):
-            raise TypeError(f"expected an Expression or a node index, got {type(e).__name__}")
-        return self._index_of(e)
-
-    def inc_forward(self, e):
-        """Compute node `e` (an Expression or a node index) and what it needs, keeping
-        what is already computed (DyNet's incremental_forward)."""
-        self.forward_to(self._node_arg(e))
-
-    def inc_forward_scalar(self, e):
-        """`inc_forward`, then the value of a one-element node as a float."""
-        return self._scalar(self._node_arg(e), False)
-
-    def inc_forward_vec(self, e):
-        """`inc_forward`, then the value as a flat list (column-major, batch last)."""
-        return self._vec(self._node_arg(e), False)
-
-    def forward_scalar(self, e):
-        """Compute every value again up to `e` (DyNet's forward) and return it as a
-        float; `e` must have one element."""
-        return self._scalar(self._node_arg(e), True)
-
-    def forward_vec(self, e):
-        """Compute every value again up to `e` and return it as a flat list."""
-        return self._vec(self._node_arg(e), True)
-
-    def _scalar(self, int32_t i, bint again):
-        if self.nodes[i].size != 1:
-            raise ValueError(f"forward_scalar: node {i} has {self.nodes[i].size} elements, not one")
-        return float(self._vec(i, again)[0])
-
-    def _vec(self, int32_t i, bint again):
-        if again:
-            self.invalidate()
-        self.forward_to(i)
-        return self.value_array(i, False).ravel(order="F").tolist()
-
-    def print_graphviz(self, file=None):
-        """The graph in Graphviz's dot language, one line per node "vI = op(vJ, ...)
-        shape", to `file` (default: standard error, as DyNet)."""
-        out = file if file is not None else sys.stderr
-        if not callable(getattr(out, "write", None)):
-            raise TypeError(f"print_graphviz: file must have a write() method, got {type(file).__name__}")
-        cdef NodeView v = self.view()
-        print_graphviz(&v, out)

@@ -13,21 +13,21 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 # (title, test on the object): the first group that accepts a name gets it
 GROUPS = [
-    ("The computation graph", lambda o: _file(o) in ("api/expression.pxi", "api/static_graphs.pxi")
-     or _module(o) == "autobatch.engine.graph"),
-    ("Leaves: parameters, lookups, inputs, constants", lambda o: _file(o) == "api/ops_inputs.pxi"),
+    ("The computation graph", lambda o: _file(o) in ("current_graph.pxi", "expression.pxi", "static_graphs.pxi")
+     or (inspect.isclass(o) and o.__name__ == "ComputationGraph")),
+    ("Leaves: parameters, lookups, inputs, constants", lambda o: _file(o) == "ops_inputs.pxi"),
     ("Elementwise functions (one line of kernels/elementwise.h each)",
      lambda o: (_module(o) == "autobatch" and inspect.isroutine(o))
      or (isinstance(o, dict) and o and all(inspect.isroutine(v) for v in o.values()))),
-    ("Arithmetic", lambda o: _file(o) == "api/ops_math.pxi"),
-    ("Reductions and softmax", lambda o: _file(o) == "api/ops_reduce.pxi"),
-    ("Structure, losses that pick, LSTM cells", lambda o: _file(o) == "api/ops_structure.pxi"),
-    ("Selecting and pooling", lambda o: _file(o) == "api/ops_select.pxi"),
-    ("Linear algebra, contractions, 1-d convolutions", lambda o: _file(o) == "api/ops_linalg.pxi"),
-    ("Images", lambda o: _file(o) == "api/ops_conv.pxi"),
-    ("Statistics", lambda o: _file(o) == "api/ops_stats.pxi"),
-    ("Losses", lambda o: _file(o) == "api/ops_losses.pxi"),
-    ("Random values", lambda o: _file(o) == "api/ops_random.pxi"),
+    ("Arithmetic", lambda o: _file(o) == "ops_math.pxi"),
+    ("Reductions and softmax", lambda o: _file(o) == "ops_reduce.pxi"),
+    ("Structure, losses that pick, LSTM cells", lambda o: _file(o) == "ops_structure.pxi"),
+    ("Selecting and pooling", lambda o: _file(o) == "ops_select.pxi"),
+    ("Linear algebra, contractions, 1-d convolutions", lambda o: _file(o) == "ops_linalg.pxi"),
+    ("Images", lambda o: _file(o) == "ops_conv.pxi"),
+    ("Statistics", lambda o: _file(o) == "ops_stats.pxi"),
+    ("Losses", lambda o: _file(o) == "ops_losses.pxi"),
+    ("Random values", lambda o: _file(o) == "ops_random.pxi"),
     ("Parameters", lambda o: (inspect.isclass(o) and _module(o) == "autobatch.api.core")
      or _module(o) == "autobatch.model.parameters"),
     ("Global settings (DyNet's)", lambda o: _module(o) == "autobatch.settings"),
@@ -63,9 +63,19 @@ def public_names(module):
             if not n.startswith("_") and not inspect.ismodule(getattr(module, n))]
 
 
+def _unlisted_bases(cls):
+    """Our base classes that the reference has no entry of their own for (ComputationGraph's
+    engine side): their members are documented with the class."""
+    import autobatch
+    return [b.__name__ for b in cls.__mro__[1:]
+            if (b.__module__ or "").startswith("autobatch") and not hasattr(autobatch, b.__name__)]
+
+
 def entry(qualname, obj):
     if inspect.isclass(obj):
-        return [f".. autoclass:: {qualname}", "   :members:", "   :special-members: __init__", ""]
+        bases = _unlisted_bases(obj)
+        return ([f".. autoclass:: {qualname}", "   :members:", "   :special-members: __init__"]
+                + (["   :inherited-members:"] if bases else []) + [""])
     if callable(obj):
         return [f".. autofunction:: {qualname}", ""]
     # data has no docstring of its own: its module's docstring describes it (a test checks)
