@@ -1,4 +1,4 @@
-"""The cases of dynet_ops_stats_losses.npz: DyNet functions of issue 8 (group A) on a few shapes.
+"""The cases of dynet_ops_stats_losses.npz: DyNet functions of statistics, losses and distances on a few shapes.
 Each case is (name, f(dy, xs) -> Expression, inputs); an input is (array, batched).
 make_dynet_ops_stats_losses_fixture.py runs them with DyNet (import dynet as dy) and records the
 output's dims, value and the gradients of every input under a fixed random projection;

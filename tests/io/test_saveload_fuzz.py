@@ -1,4 +1,4 @@
-"""Mutation fuzzing of saved files (issue 9, item 7, save/load part).
+"""Mutation fuzzing of saved files (our save/load format).
 
 Every mutated file must either raise ModelFileError and leave the target collection
 exactly as it was, or load to exactly what was saved; nothing else may happen: no

@@ -143,7 +143,7 @@ def test_save_needs_registered_classes(tmp_path):
 
 
 def test_meta_bit_flip_of_a_hyperparameter_is_caught(tmp_path):
-    """The case from issue 9: forget_bias 1.0 read as 0.0 after one flipped bit."""
+    """A flipped bit once turned a saved forget_bias 1.0 into 0.0 unnoticed: refused now."""
     base = str(tmp_path / "m")
     dy.save(base, [dy.VanillaLSTMBuilder(1, 2, 3, dy.ParameterCollection())])
     raw = open(base + ".meta", "rb").read()

@@ -1,4 +1,4 @@
-"""Which lookup rows a sparse update touches, as DyNet decides it (issue 8): a backward
+"""Which lookup rows a sparse update touches, as DyNet decides it: a backward
 marks the rows of every trainable lookup made up to the node it starts from, on the
 loss's path or not; lookups made after it, dropped by cg_revert or in a graph without
 backward are not marked. Values checked against DyNet 2.2 (fixture:

@@ -387,4 +387,4 @@ import op_cases_index  # noqa: E402,F401  (softmax, losses, picks, reshapes, loo
 import op_cases_nn  # noqa: E402,F401  (fused LSTM ops, conv2d, maxpooling2d)
 import op_cases_select  # noqa: E402,F401  (more cases, registered on import)
 import op_cases_linalg  # noqa: E402,F401
-import op_cases_dynet  # noqa: E402,F401  (DyNet's ops of issue 8, group A)
+import op_cases_dynet  # noqa: E402,F401  (DyNet's statistics, losses, distances, rounding)

@@ -1,4 +1,4 @@
-"""Test cases (see op_cases.py) of DyNet's ops added for issue 8, group A: moments and
+"""Test cases (see op_cases.py) of DyNet's ops of statistics and losses: moments and
 standard deviations, cumsum, logsumexp_dim, restricted log_softmax, hinge_dim, the
 losses and distances, bmax/bmin/emax, rounding, argmax, dropout along dimensions, the
 normalisations. Composites are registered under the op of their last node; op_cases
