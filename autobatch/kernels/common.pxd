@@ -1,5 +1,5 @@
-# Helpers of the batched kernels, inline: BLAS calls, gathering the arguments of a
-# batch, fast math. Declarations only (no module).
+# Helpers of the batched kernels, inline: gathering the arguments of a batch, fast
+# math (the products' BLAS calls are in kernels/gemm.pxd). Declarations only (no module).
 from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport sgemv, sger
@@ -7,27 +7,11 @@ from scipy.linalg.cython_blas cimport sgemv, sger
 from autobatch.runtime.memory cimport Arena, arena_alloc
 from autobatch.runtime.nodes cimport (Batch, Node, ARG, AHEAD, MAX_DIMS, grad_fresh, grad_mark,
                                prefetch_batch_arg)
-from autobatch.runtime.profile cimport P_GATHER, P_GEMM, Profile, prof_start, prof_stop
-from autobatch.kernels.gemm cimport gemm_threaded
+from autobatch.runtime.profile cimport P_GATHER, prof_start, prof_stop
 
 cdef extern from "fastmath.h" nogil:
     float exp_nonpos "ab_exp_nonpos" (float x)
     float fmax_of "ab_max" (const float* x, int n)
-
-cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,
-                      float* A, int lda, float* B, int ldb, float beta,
-                      float* C, int ldc) noexcept nogil:
-    """Column-major C = alpha op(A) op(B) + beta C (gemm.gemm_serial), split over the
-    engine's threads when it is large (kernels/gemm.pyx)."""
-    gemm_threaded(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
-
-cdef inline void tgemm(Profile* prof, char ta, char tb, int m, int n, int k, float alpha,
-                       float* A, int lda, float* B, int ldb, float beta,
-                       float* C, int ldc) noexcept nogil:
-    """gemm, timed when profiling (prof != NULL)."""
-    cdef double t0 = prof_start(prof)
-    gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
-    prof_stop(prof, P_GEMM, t0)
 
 cdef inline float* consecutive(Batch* b, int a, bint grads) noexcept nogil:
     """The values (or gradients) of argument a of all nodes, if they follow each

@@ -15,6 +15,7 @@ from libc.string cimport memcpy, memset
 from autobatch.runtime.memory cimport arena_alloc
 from autobatch.runtime.nodes cimport *
 from autobatch.kernels.common cimport *
+from autobatch.kernels.gemm cimport gemm
 
 
 cdef inline bint one_gemm(Batch* b) noexcept nogil:

@@ -1,9 +1,12 @@
 # The engine's products: gemm_serial, the one-thread BLAS call (column-major gemm through
-# scipy's cython_blas, with gemv/ger for the shapes sgemm handles badly), and
-# gemm_threaded, the same product split over the engine's threads when large
-# (kernels/gemm.pyx). Kernels call common.gemm.
+# scipy's cython_blas, with gemv/ger for the shapes sgemm handles badly); gemm_threaded,
+# the same product split over the engine's threads when large (kernels/gemm.pyx); and
+# what kernels call: gemm, and tgemm (timed when profiling). The packed-weight products
+# are beside it (kernels/packed.pyx).
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport sgemm, sgemv, sger
+
+from autobatch.runtime.profile cimport P_GEMM, Profile, prof_start, prof_stop
 
 cdef inline void gemm_serial(char ta, char tb, int m, int n, int k, float alpha,
                              float* A, int lda, float* B, int ldb, float beta,
@@ -36,3 +39,19 @@ cdef inline void gemm_serial(char ta, char tb, int m, int n, int k, float alpha,
 cdef void gemm_threaded(char ta, char tb, int m, int n, int k, float alpha,
                         float* A, int lda, float* B, int ldb, float beta,
                         float* C, int ldc) noexcept nogil
+
+
+cdef inline void gemm(char ta, char tb, int m, int n, int k, float alpha,
+                      float* A, int lda, float* B, int ldb, float beta,
+                      float* C, int ldc) noexcept nogil:
+    """Column-major C = alpha op(A) op(B) + beta C (gemm_serial), split over the
+    engine's threads when it is large (kernels/gemm.pyx)."""
+    gemm_threaded(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+
+cdef inline void tgemm(Profile* prof, char ta, char tb, int m, int n, int k, float alpha,
+                       float* A, int lda, float* B, int ldb, float beta,
+                       float* C, int ldc) noexcept nogil:
+    """gemm, timed when profiling (prof != NULL)."""
+    cdef double t0 = prof_start(prof)
+    gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+    prof_stop(prof, P_GEMM, t0)

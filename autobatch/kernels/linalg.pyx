@@ -13,6 +13,7 @@ from scipy.linalg.cython_lapack cimport dgetrf, dgetri
 from autobatch.runtime.memory cimport arena_alloc
 from autobatch.runtime.nodes cimport *
 from autobatch.kernels.common cimport *
+from autobatch.kernels.gemm cimport gemm
 
 
 # --------------------------------------------------------------- LU ----

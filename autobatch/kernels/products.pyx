@@ -9,6 +9,7 @@ from autobatch.runtime.memory cimport Arena, arena_alloc
 from autobatch.runtime.nodes cimport *
 from autobatch.runtime.op_ids cimport *
 from autobatch.kernels.common cimport *
+from autobatch.kernels.gemm cimport gemm, tgemm
 from autobatch.kernels.packed cimport packed_gemm
 from autobatch.kernels.weight_grads cimport postpone_weight_grad, weight_grad_gemm
 from autobatch.runtime.profile cimport Profile, P_GEMM, P_GATHER, prof_start, prof_stop

@@ -7,7 +7,7 @@ backward (weight_grads_start / weight_grads_free, engine/backward.pyx)."""
 from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memcpy
 
-from autobatch.kernels.common cimport tgemm
+from autobatch.kernels.gemm cimport tgemm
 from autobatch.kernels.packed cimport packed_weight_grad
 from autobatch.runtime.memory cimport Arena, arena_alloc
 from autobatch.runtime.nodes cimport WeightGrad, WeightGrads
