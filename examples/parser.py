@@ -328,8 +328,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    args = parse_args(argv)
+def prepare_data(args: argparse.Namespace) -> tuple[list[Item], list[Item], Vocab, Vocab, int]:
+    """(train, dev, word vocabulary, tag vocabulary, non-projective sentences left out)."""
     if args.train:
         train_raw = read_conllu(args.train)
         dev_raw = read_conllu(args.dev) if args.dev else train_raw[-len(train_raw) // 10:]
@@ -355,6 +355,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     dev = [encode(s, False) for s in dev_raw]
     if not train or not dev:
         raise SystemExit("no (projective) sentences to train on, or none to evaluate on")
+    return train, dev, words, tags, skipped
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    train, dev, words, tags, skipped = prepare_data(args)
     n_transitions = sum(len(t) for *_, t in train)
     print(f"train: {len(train)} sentences, {n_transitions // 2} words"
           + (f" ({skipped} non-projective left out)" if skipped else "")
