@@ -43,9 +43,6 @@ cdef int32_t new_version() except -1:
     _last_version += 1
     return _last_version
 
-cdef inline double now() noexcept nogil:
-    return prof_now()
-
 
 cdef class EngineGraph:
     """The engine's side of a computation graph: node storage, the forward and backward
@@ -59,7 +56,7 @@ cdef class EngineGraph:
         self._clear()
         self.nodes = <Node*>grow(self.nodes, &self.cap_nodes, NODE_HEADROOM, sizeof(Node))
         self.set_strategy(strategy)
-        self.t_last = now()
+        self.t_last = prof_now()
 
     def __dealloc__(self):
         arena_free(&self.leaf_arena)
@@ -106,7 +103,7 @@ cdef class EngineGraph:
         self._clear()
         self.set_strategy(strategy)
         rng_seed(&self.rng, seed)
-        self.t_last = now()
+        self.t_last = prof_now()
 
     cpdef set_strategy(self, strategy):
         """Use ``strategy`` (a registered name such as "agenda", or a strategy object) for the
@@ -273,19 +270,19 @@ cdef class EngineGraph:
         return 0
 
     cdef int _forward(self, const int32_t* targets, int64_t n_targets) except -1:
-        cdef double t0 = now()
+        cdef double t0 = prof_now()
         self.t_build += t0 - self.t_last
         self.n_forward_calls += 1
         cdef NodeView v = self.view()
         cdef Batch ctx = self.context()
         cdef int64_t count = sched_collect_many(&self.sched, &v, targets, n_targets, False)
         packs_begin(&self.packs)        # parameters may have changed since the last pass
-        cdef double t_sched = now() - t0, t_run = 0
+        cdef double t_sched = prof_now() - t0, t_run = 0
         run_forward(&v, &ctx, &self.sched, &self.log, &self.sigs, &self.packs, self.strategy_id,
                     self.strategy, count, self.fusion, self.check_validity, &t_sched, &t_run)
         self.t_schedule += t_sched
         self.t_forward += t_run
-        self.t_last = now()
+        self.t_last = prof_now()
         return 0
 
     # --------------------------------------------------------- backward ----
@@ -299,7 +296,7 @@ cdef class EngineGraph:
         if elems(&self.nodes[target]) != 1:
             raise ValueError(f"backward() needs a scalar expression; this one has shape "
                              f"{self.shape_of(target)} (sum it first, e.g. with dy.sum_elems)")
-        cdef double t0 = now()
+        cdef double t0 = prof_now()
         self.t_build += t0 - self.t_last
         self.n_backward_calls += 1
         cdef NodeView v = self.view()
@@ -313,8 +310,8 @@ cdef class EngineGraph:
             mark_used_rows(&v, self.marks, self.n_marks, target)
         finally:
             self.busy = False
-        self.t_backward += now() - t0
-        self.t_last = now()
+        self.t_backward += prof_now() - t0
+        self.t_last = prof_now()
         self.backward_target = target
         return 0
 

@@ -19,9 +19,10 @@ from autobatch.api.core import LookupParameters, Parameters
 from autobatch.errors import ModelFileError
 from autobatch.io import dynet_text, files, parameter_files
 from autobatch.io.collection_records import all_params, rolled_back_on_failure
-from autobatch.io.dynet_pickle import (DYNET_BUILDERS, MAX_SPEC_DEPTH, ClassRef, dynet_class_name,
+from autobatch.io.dynet_pickle import (DYNET_BUILDERS, ClassRef, dynet_class_name,
                                        FuncRef, our_class, pickle_object, UserRef, user_name, read_meta)
 from autobatch.io.registry import savable_class
+from autobatch.io.specs import MAX_SPEC_DEPTH
 
 
 # ---------------------------------------------------------- rebuilding ----

@@ -26,6 +26,7 @@ from autobatch.api import core
 from autobatch.api.core import ELEMENTWISE_FUNCTIONS
 from autobatch.errors import ModelFileError
 from autobatch.io.registry import savable_class, savable_name
+from autobatch.io.specs import MAX_SPEC_DEPTH
 
 MAX_OPS = 10000          # opcodes in one object's pickle
 MAX_OBJECTS = 100000
@@ -67,7 +68,6 @@ class UserRef(ClassRef):
 
 # DyNet's functions a spec may name (DyNet's tutorial passes dy.rectify to its MLP)
 DYNET_FUNCTIONS = frozenset(ELEMENTWISE_FUNCTIONS) | {"softmax", "log_softmax"}
-MAX_SPEC_DEPTH = 32
 
 
 def our_class(name):
