@@ -24,10 +24,9 @@ import sys
 
 from autobatch.api import core
 from autobatch.errors import ModelFileError
-from autobatch.io import dynet_text, files
+from autobatch.io import collection_records, dynet_text, files
 from autobatch.io.autobatch_data import MAGIC, MAGIC_V1, NAME, parse_records, record_kind, write_records
-from autobatch.io import collection_records
-from autobatch.io.collection_records import all_params, key_prefix, split_name
+from autobatch.io.collection_records import all_params, assign, key_prefix, match, split_name
 
 FORMATS = (None, "autobatch", "dynet")
 
@@ -183,7 +182,7 @@ def populate_collection(pc, fname, key=""):
         populate_collection_dynet(pc, records, key, label)
         return
     by_name = {r.name: (r.kind, r.shape, r.values) for r in records}
-    collection_records.assign(collection_records.match(pc, by_name, key_prefix(key, pc), label))
+    assign(match(pc, by_name, key_prefix(key, pc), label))
 
 
 core._set_parameter_files(sys.modules[__name__])     # p.save / p.populate (api/parameters.pxi)

@@ -7,10 +7,7 @@ from autobatch.runtime.memory cimport Arena, arena_alloc
 from autobatch.runtime.nodes cimport *
 from autobatch.runtime.op_ids cimport *
 from autobatch.kernels.common cimport *
-
-cdef extern from "elementwise.h" nogil:
-    int ab_find_unary(const char* name, ab_unary_fwd* fwd, ab_unary_bwd* bwd)
-    int ab_find_binary(const char* name, ab_binary_fwd* fwd, ab_binary_bwd* bwd_x, ab_binary_bwd* bwd_y)
+from autobatch.kernels.elementwise cimport ab_find_binary, ab_find_unary
 
 cdef extern from "recurrent.h" nogil:
     void mul_acc "ab_mul_acc" (float* y, const float* a, const float* b, int n, int set)
