@@ -27,6 +27,7 @@ same float32 numbers). A subclass that overrides `rule` in Python gets it called
 numpy arrays, as before.
 """
 import math
+import operator
 import sys
 import warnings
 
@@ -46,6 +47,33 @@ def hyperparameter(name, value, lo=0.0, hi=float("inf"), lo_open=False, hi_open=
         raise ValueError(f"{name} must be a finite number in {'(' if lo_open else '['}{lo:g}, "
                          f"{hi:g}{')' if hi_open else ']'}, got {value!r}")
     return v
+
+
+def chosen_parameters(model, updated_params, updated_lookups):
+    """(parameters, lookup tables) of `model` at the indices `update_subset` got, each
+    once, in order. An index is an int (numpy's integers too, anything with __index__);
+    floats, strings and bools are a TypeError, as indices everywhere in the library
+    (DyNet truncates floats and reads bools as 0 and 1), not truncated or parsed."""
+    chosen = []
+    for where, indices, pool in (("updated_params", updated_params, model.parameters_list()),
+                                 ("updated_lookups", updated_lookups, model.lookup_parameters_list())):
+        if isinstance(indices, (str, bytes)) or not hasattr(indices, "__iter__"):
+            raise TypeError(f"update_subset: {where} must be a list of ints, got {type(indices).__name__}")
+        checked = []
+        for i in indices:
+            try:
+                if isinstance(i, (bool, np.bool_)):
+                    raise TypeError
+                k = operator.index(i)
+            except TypeError:
+                raise TypeError(f"update_subset: {where} must be a list of ints, got "
+                                f"{type(i).__name__} {i!r}") from None
+            if not 0 <= k < len(pool):
+                raise IndexError(f"update_subset: {where} index {k} out of range "
+                                 f"(the model has {len(pool)})")
+            checked.append(k)
+        chosen.append([pool[k] for k in dict.fromkeys(checked)])
+    return chosen
 
 
 # the built-in trainers' rule functions -> their loops in autobatch.model.update_rules
@@ -169,20 +197,7 @@ class Trainer:
         decay, as every step, applies to the whole model. (DyNet 2.2's update_subset
         changes nothing at all; this does what its documentation says.) Prefer
         ``update=False`` on the expressions of parameters that must not change."""
-        params, lookups = self.model.parameters_list(), self.model.lookup_parameters_list()
-        chosen = []
-        for where, indices, pool in (("updated_params", updated_params, params),
-                                     ("updated_lookups", updated_lookups, lookups)):
-            try:
-                indices = [int(i) for i in indices]
-            except (TypeError, ValueError):
-                raise TypeError(f"update_subset: {where} must be a list of ints") from None
-            bad = [i for i in indices if not 0 <= i < len(pool)]
-            if bad:
-                raise IndexError(f"update_subset: {where} index {bad[0]} out of range "
-                                 f"(the model has {len(pool)})")
-            chosen.append([pool[i] for i in dict.fromkeys(indices)])
-        self._update(*chosen)
+        self._update(*chosen_parameters(self.model, updated_params, updated_lookups))
 
     def _update(self, params, lookups):
         dense = [self._slot(p) for p in params if p.is_updated()]
