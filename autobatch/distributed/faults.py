@@ -3,10 +3,13 @@ job (naming the rank), the exception hook that `init()` installs, and the watchd
 `init(timeout=...)` starts, which aborts when one collective waits too long. Every MPI
 call that waits for the other ranks runs inside ``with _collective(what):``."""
 import logging
+import math
 import os
 import sys
 import threading
 import time
+
+import numpy as np
 
 from autobatch.distributed import state
 
@@ -63,10 +66,22 @@ class _Watchdog(threading.Thread):
                        "(timeout set by init(timeout=...) or AUTOBATCH_MPI_TIMEOUT)")
 
 
+def _checked_timeout(value, source):
+    """`value` as seconds (a float > 0). NaN and infinities are refused: the watchdog
+    compares the time waited with them, which is never more than NaN or inf, so it would
+    be off without a word and a hung rank would hang forever. `source` names where the
+    value came from, for the message."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{source} must be a number of seconds, got {type(value).__name__} {value!r}")
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{source} must be a finite number of seconds > 0, got {value!r}")
+    return seconds
+
+
 def _set_timeout(seconds):
+    """Start the watchdog (or change its timeout) for `seconds` from _checked_timeout."""
     global _watchdog
-    if seconds <= 0:
-        raise ValueError(f"timeout must be positive, got {seconds}")
     if _watchdog is None:
         _watchdog = _Watchdog(seconds)
         _watchdog.start()

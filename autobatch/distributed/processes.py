@@ -8,7 +8,8 @@ import shutil
 import sys
 
 from autobatch.distributed import state
-from autobatch.distributed.faults import _collective, _install_abort_hook, _set_timeout
+from autobatch.distributed.faults import (_checked_timeout, _collective, _install_abort_hook,
+                                          _set_timeout)
 
 _log = logging.getLogger("autobatch.distributed")
 
@@ -22,7 +23,14 @@ def init(abort_on_error=True, timeout=None):
     function of this module works (collectives do nothing), with or without mpi4py.
     `abort_on_error`: an uncaught exception on any rank aborts the whole job, naming the
     rank. `timeout` (seconds; default: AUTOBATCH_MPI_TIMEOUT, else none): abort when one of
-    this module's collectives waits longer. Calling init() again only changes these."""
+    this module's collectives waits longer (a finite number > 0: NaN or infinity would
+    turn the watchdog off, so they are refused, as anything else that is not a number).
+    Calling init() again only changes these."""
+    # checked before MPI starts, so that a bad value changes nothing
+    if timeout is not None:
+        timeout = _checked_timeout(timeout, "init: timeout")
+    elif os.environ.get("AUTOBATCH_MPI_TIMEOUT"):
+        timeout = _checked_timeout(_environment_seconds("AUTOBATCH_MPI_TIMEOUT"), "AUTOBATCH_MPI_TIMEOUT")
     if not state.initialized:
         try:
             from mpi4py import MPI
@@ -38,12 +46,18 @@ def init(abort_on_error=True, timeout=None):
         state.initialized = True
     if abort_on_error:
         _install_abort_hook()
-    if timeout is None and os.environ.get("AUTOBATCH_MPI_TIMEOUT"):
-        timeout = float(os.environ["AUTOBATCH_MPI_TIMEOUT"])
     if timeout is not None:
-        _set_timeout(float(timeout))
+        _set_timeout(timeout)
     _log.info("rank %d of %d (%s)", rank(), size(), "MPI" if state.comm is not None else "no MPI")
     return size()
+
+
+def _environment_seconds(var):
+    text = os.environ[var]
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{var} must be a number of seconds, got {text!r}") from None
 
 
 def _launcher_size():
