@@ -1,7 +1,8 @@
 """Values of all ranks: `broadcast_parameters` (rank 0's parameter values to every rank),
 `allreduce` and `allreduce_mean` (a number or an array combined over the ranks), and the
-helpers the trainer shares with them: the check that every rank has the same arrays, and
-the packing of many arrays into a few large buffers (buckets), one MPI call each."""
+helpers the trainer shares with them: the check that every rank has the same parameters
+(names and shapes), and the packing of many arrays into a few large buffers (buckets),
+one MPI call each."""
 import numpy as np
 
 from autobatch.distributed import state
@@ -9,17 +10,40 @@ from autobatch.distributed.faults import _collective
 from autobatch.distributed.processes import rank, size
 
 
-def _check_same_layout(arrays, what):
-    """Raise unless every rank has as many arrays of the same sizes (the same model)."""
-    mine = (len(arrays), sum(a.size for a in arrays), tuple(a.size for a in arrays))
+def _layout(params, lookups, sparse=False):
+    """What every rank must agree on before values of `params` and `lookups` travel
+    element by element: per parameter, in order, its kind, name and shape, and for the
+    lookup tables whether only their used rows travel (`sparse`)."""
+    kind = "lookup table (sparse rows)" if sparse else "lookup table"
+    return ([("parameter", p.name(), tuple(p.shape())) for p in params] +
+            [(kind, lp.name(), tuple(lp.shape())) for lp in lookups])
+
+
+def _describe(entry):
+    return "nothing" if entry is None else f"{entry[0]} {entry[1]} of shape {entry[2]}"
+
+
+SAME_MODEL = "every rank must build the same model in the same order"
+
+
+def _check_same_layout(layout, what, hint=SAME_MODEL):
+    """Raise unless every rank has the same `layout` (from _layout), naming the first
+    difference. Sizes alone are not enough: W of (3, 4) on one rank and (4, 3) on
+    another hold as many floats, and would be averaged element by element."""
     with _collective(f"checking the {what} of all ranks"):
-        layouts = state.comm.allgather(mine)
+        layouts = state.comm.allgather(layout)
+    first = layouts[0]
     for r, theirs in enumerate(layouts):
-        if theirs != layouts[0]:
-            raise ValueError(
-                f"the ranks' {what} differ: rank 0 has {layouts[0][0]} arrays of "
-                f"{layouts[0][1]} floats, rank {r} has {theirs[0]} of {theirs[1]} "
-                "(every rank must build the same model in the same order)")
+        if theirs == first:
+            continue
+        k = next(k for k in range(max(len(first), len(theirs)))
+                 if k >= len(first) or k >= len(theirs) or first[k] != theirs[k])
+        counts = (f" (rank 0 has {len(first)}, rank {r} has {len(theirs)})"
+                  if len(first) != len(theirs) else "")
+        raise ValueError(
+            f"the ranks' {what} differ{counts}: at #{k} rank 0 has "
+            f"{_describe(first[k] if k < len(first) else None)}, rank {r} has "
+            f"{_describe(theirs[k] if k < len(theirs) else None)} ({hint})")
 
 
 def _buckets(arrays, bucket_bytes):
@@ -50,8 +74,9 @@ def broadcast_parameters(pc, root=0, bucket_mb=64):
     building the model, and after `populate` or `load` on the root alone)."""
     if size() == 1:
         return
-    arrays = [p._flat for p in pc.parameters_list() + pc.lookup_parameters_list()]
-    _check_same_layout(arrays, "parameters")
+    params, lookups = pc.parameters_list(), pc.lookup_parameters_list()
+    _check_same_layout(_layout(params, lookups), "parameters")
+    arrays = [p._flat for p in params + lookups]
     for buf, group, pairs in _buckets(arrays, bucket_mb * 2 ** 20):
         if rank() == root:
             np.concatenate(group, out=buf)

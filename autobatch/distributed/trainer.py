@@ -1,22 +1,36 @@
-"""`DistributedTrainer` (also `wrap`): wraps a trainer so that `update()` first combines
-the gradients of all ranks, dense ones in buckets with one ``Allreduce`` each, sparse
-lookup rows with ``Allgatherv`` (the package docstring says how), then runs the wrapped
-trainer's step on every rank; it measures the time and bytes that combining costs."""
+"""`DistributedTrainer` (also `wrap`): wraps a trainer so that `update()` (and
+`update_subset()`) first combines the gradients of all ranks, dense ones in buckets with
+one ``Allreduce`` each, sparse lookup rows with ``Allgatherv`` (the package docstring
+says how), then runs the wrapped trainer's step on every rank; it measures the time and
+bytes that combining costs."""
 import time
 
 import numpy as np
 
 from autobatch.distributed import state
-from autobatch.distributed.collectives import _buckets, _check_same_layout
+from autobatch.distributed.collectives import SAME_MODEL, _buckets, _check_same_layout, _layout
 from autobatch.distributed.faults import _collective
 from autobatch.distributed.processes import init, size
+from autobatch.model.trainers import chosen_indices
+
+# The wrapped trainer's methods the wrapper passes on as they are, audited: none steps
+# the model. The settings and the status line; restart (zeroes the optimizer state, the
+# same on every rank); update_epoch (DyNet's deprecated no-op); rule (the numpy rule, on
+# arrays the caller gives). update() and update_subset() are the wrapper's own: they
+# combine the gradients first. Every other method is refused, since it may step without
+# combining (the trainer's private _update, a subclass's own step) and the ranks would
+# then drift apart without an error.
+PASSED_ON = frozenset({"set_clip_threshold", "get_clip_threshold", "set_sparse_updates",
+                       "set_learning_rate", "restart", "status", "update_epoch", "rule"})
 
 
 class DistributedTrainer:
     """Wraps a trainer: `update()` first combines the gradients of all ranks (see the
     docstring of autobatch.distributed), then runs the wrapped trainer's update on every
-    rank. Everything else (learning rate, clipping threshold, status, ...) is the wrapped
-    trainer's.
+    rank; `update_subset()` does the same for the parameters it lists. The wrapped
+    trainer's settings, counters and status are reached through the wrapper (learning
+    rate, clipping threshold, `status()`, ...); its other methods are not (see
+    PASSED_ON): call them on `.trainer`, after `synchronize()` if they step.
 
     `reduce`: "mean" divides the combined gradients by the number of ranks, "sum" does
     not. `bucket_mb`: the size of one dense buffer (one Allreduce each).
@@ -36,7 +50,16 @@ class DistributedTrainer:
         d["_plan"], d["_plan_key"] = None, None
 
     def __getattr__(self, name):
-        return getattr(self.__dict__["trainer"], name)
+        trainer = self.__dict__["trainer"]
+        value = getattr(trainer, name)
+        if callable(value) and name not in PASSED_ON:
+            raise AttributeError(
+                f"DistributedTrainer does not pass on {name} of the wrapped "
+                f"{type(trainer).__name__}: it may step the parameters without combining the "
+                "gradients of all ranks, which would then drift apart. Use update() or "
+                f"update_subset(), which combine first, or call .trainer.{name} (after "
+                "synchronize() if it steps)")
+        return value
 
     def __setattr__(self, name, value):
         if name in self.__dict__:
@@ -50,10 +73,25 @@ class DistributedTrainer:
             self.synchronize()
         self.trainer.update()
 
+    def update_subset(self, updated_params, updated_lookups):
+        """Combine the gradients of the listed parameters over all ranks, then the wrapped
+        trainer's `update_subset` on every rank (indices as there; every rank must list
+        the same ones). The others keep their own gradients, not combined, until their
+        update: combined now and again then, their first part would count N times
+        with reduce="sum"."""
+        ip, il = chosen_indices(self.trainer.model, updated_params, updated_lookups)
+        if size() > 1:
+            params, lookups = self.trainer.model.parameters_list(), self.trainer.model.lookup_parameters_list()
+            self._combine(*self._plan_of([params[i] for i in ip], [lookups[i] for i in il]))
+        self.trainer.update_subset(ip, il)
+
     def synchronize(self):
         """Combine the gradients of all ranks in place (what `update()` does before its
         step); for code that updates parameters itself."""
-        dense, sparse = self._current_plan()
+        self._combine(*self._current_plan())
+
+    def _combine(self, dense, sparse):
+        """Reduce the dense buckets and exchange the sparse tables' rows; record the cost."""
         t0 = time.perf_counter()
         mpi = [0.0]
         sent = self._reduce_dense(dense, mpi)
@@ -70,23 +108,30 @@ class DistributedTrainer:
         t["bytes_sent"] += sent + sparse_sent
 
     def _current_plan(self):
-        """(dense buckets, sparse tables), rebuilt when the model or the trainer's
-        sparse setting changed."""
+        """_plan_of the whole model, rebuilt when the model or the trainer's sparse
+        setting changed."""
         tr = self.trainer
         reg = tr.model._registry      # the root's lists of every parameter, appended to
         key = (id(tr.model), len(reg.params), len(reg.lookups), id(reg.params[-1] if reg.params else None),
                id(reg.lookups[-1] if reg.lookups else None), tr.sparse_updates_enabled)
         if key != self._plan_key:
-            params, lookups = tr.model.parameters_list(), tr.model.lookup_parameters_list()
-            dense = [p._grad_flat for p in params]
-            if tr.sparse_updates_enabled:
-                sparse = lookups
-            else:
-                sparse, dense = [], dense + [lp._grad_flat for lp in lookups]
-            _check_same_layout(dense + [lp._grad_flat for lp in sparse], "gradients")
-            self.__dict__["_plan"] = (_buckets(dense, self.bucket_bytes), sparse)
-            self.__dict__["_plan_key"] = key
+            plan = self._plan_of(tr.model.parameters_list(), tr.model.lookup_parameters_list())
+            self.__dict__["_plan"], self.__dict__["_plan_key"] = plan, key
         return self._plan
+
+    def _plan_of(self, params, lookups):
+        """(dense buckets, sparse tables) for the gradients of `params` and `lookups`,
+        once every rank was found to combine the same ones (names and shapes)."""
+        sparse_rows = self.trainer.sparse_updates_enabled
+        _check_same_layout(_layout(params, lookups, sparse_rows), "gradients",
+                           f"{SAME_MODEL}, set the same sparse updates and list the same "
+                           "parameters to update_subset")
+        dense = [p._grad_flat for p in params]
+        if sparse_rows:
+            sparse = list(lookups)
+        else:
+            sparse, dense = [], dense + [lp._grad_flat for lp in lookups]
+        return _buckets(dense, self.bucket_bytes), sparse
 
     def _reduce_dense(self, buckets, mpi):
         scale = np.float32(1.0 / size())

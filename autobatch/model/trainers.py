@@ -49,14 +49,14 @@ def hyperparameter(name, value, lo=0.0, hi=float("inf"), lo_open=False, hi_open=
     return v
 
 
-def chosen_parameters(model, updated_params, updated_lookups):
-    """(parameters, lookup tables) of `model` at the indices `update_subset` got, each
-    once, in order. An index is an int (numpy's integers too, anything with __index__);
-    floats, strings and bools are a TypeError, as indices everywhere in the library
-    (DyNet truncates floats and reads bools as 0 and 1), not truncated or parsed."""
+def chosen_indices(model, updated_params, updated_lookups):
+    """The indices `update_subset` got, checked against `model`: two lists of ints, each
+    index once, in order. An index is an int (numpy's integers too, anything with
+    __index__); floats, strings and bools are a TypeError, as indices everywhere in the
+    library, not truncated or parsed (DyNet truncates floats and reads bools as 0, 1)."""
     chosen = []
-    for where, indices, pool in (("updated_params", updated_params, model.parameters_list()),
-                                 ("updated_lookups", updated_lookups, model.lookup_parameters_list())):
+    for where, indices, n in (("updated_params", updated_params, len(model.parameters_list())),
+                              ("updated_lookups", updated_lookups, len(model.lookup_parameters_list()))):
         if isinstance(indices, (str, bytes)) or not hasattr(indices, "__iter__"):
             raise TypeError(f"update_subset: {where} must be a list of ints, got {type(indices).__name__}")
         checked = []
@@ -68,11 +68,10 @@ def chosen_parameters(model, updated_params, updated_lookups):
             except TypeError:
                 raise TypeError(f"update_subset: {where} must be a list of ints, got "
                                 f"{type(i).__name__} {i!r}") from None
-            if not 0 <= k < len(pool):
-                raise IndexError(f"update_subset: {where} index {k} out of range "
-                                 f"(the model has {len(pool)})")
+            if not 0 <= k < n:
+                raise IndexError(f"update_subset: {where} index {k} out of range (the model has {n})")
             checked.append(k)
-        chosen.append([pool[k] for k in dict.fromkeys(checked)])
+        chosen.append(list(dict.fromkeys(checked)))
     return chosen
 
 
@@ -197,7 +196,9 @@ class Trainer:
         decay, as every step, applies to the whole model. (DyNet 2.2's update_subset
         changes nothing at all; this does what its documentation says.) Prefer
         ``update=False`` on the expressions of parameters that must not change."""
-        self._update(*chosen_parameters(self.model, updated_params, updated_lookups))
+        ip, il = chosen_indices(self.model, updated_params, updated_lookups)
+        params, lookups = self.model.parameters_list(), self.model.lookup_parameters_list()
+        self._update([params[i] for i in ip], [lookups[i] for i in il])
 
     def _update(self, params, lookups):
         dense = [self._slot(p) for p in params if p.is_updated()]

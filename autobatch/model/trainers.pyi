@@ -10,6 +10,8 @@ _Array = npt.NDArray[np.float32]
 
 def hyperparameter(name: str, value: float, lo: float = 0.0, hi: float = ..., lo_open: bool = False,
                    hi_open: bool = False) -> float: ...
+def chosen_indices(model: ParameterCollection, updated_params: Iterable[int],
+                   updated_lookups: Iterable[int]) -> list[list[int]]: ...
 
 class Trainer:
     state_names: ClassVar[tuple[str, ...]]

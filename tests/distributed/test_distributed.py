@@ -110,6 +110,73 @@ def test_wrapped_trainer_of_one_process_is_the_trainer():
     assert t_wrapped.trainer.learning_rate == 0.5 and t_wrapped.updates == 1
 
 
+TRAINER_CLASSES = sorted({c for c in vars(dy).values()
+                          if isinstance(c, type) and issubclass(c, dy.Trainer) and c is not dy.Trainer},
+                         key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("cls", TRAINER_CLASSES, ids=lambda c: c.__name__)
+def test_every_method_of_a_wrapped_trainer_combines_first_or_is_refused(cls):
+    """The wrapper's own update() and update_subset() combine the gradients; of the
+    wrapped trainer's other methods only the audited ones (PASSED_ON, none of which
+    steps) are passed on: any other, the private _update included, would step without
+    combining, and is refused with a message saying what to call."""
+    wrapped = dist.wrap(cls(dy.ParameterCollection()))
+    methods = [n for n in dir(wrapped.trainer) if callable(getattr(wrapped.trainer, n))
+               and not (n.startswith("__") and n.endswith("__"))]
+    assert {"update", "update_subset", "_update"} <= set(methods)
+    for name in methods:
+        if name in ("update", "update_subset"):
+            assert getattr(type(wrapped), name) is not getattr(cls, name), name     # the wrapper's own
+        elif name in dist.trainer.PASSED_ON:
+            assert getattr(wrapped, name) == getattr(wrapped.trainer, name)
+        else:
+            with pytest.raises(AttributeError, match=f"does not pass on {name} of the wrapped {cls.__name__}"):
+                getattr(wrapped, name)
+    assert wrapped.learning_rate == wrapped.trainer.learning_rate      # attributes still pass
+    assert wrapped.updates == 0 and wrapped.model is wrapped.trainer.model
+
+
+def test_the_methods_passed_on_step_nothing():
+    model = worker.Model(seed=1)
+    wrapped = dist.wrap(dy.AdamTrainer(model.pc))
+    dy.renew_cg()
+    model.loss([1, 2], [0, 1]).backward()
+    wrapped.update()                                 # some optimizer state, then new gradients
+    dy.renew_cg()
+    model.loss([3], [2]).backward()
+    ps = model.pc.parameters_list() + model.pc.lookup_parameters_list()
+    before = [(p.as_array().copy(), p.grad_as_array().copy()) for p in ps]
+    wrapped.set_clip_threshold(2.0), wrapped.get_clip_threshold(), wrapped.set_sparse_updates(True)
+    wrapped.set_learning_rate(0.5), wrapped.restart(), wrapped.status()
+    with pytest.warns(DeprecationWarning):
+        wrapped.update_epoch()
+    wrapped.rule(np.zeros(2, np.float32), np.ones(2, np.float32), 1, np.zeros(2, np.float32),
+                 np.zeros(2, np.float32))
+    assert set(dist.trainer.PASSED_ON) == {"set_clip_threshold", "get_clip_threshold", "set_sparse_updates",
+                                           "set_learning_rate", "restart", "status", "update_epoch", "rule"}
+    for p, (value, grad) in zip(ps, before):
+        np.testing.assert_array_equal(p.as_array(), value)
+        np.testing.assert_array_equal(p.grad_as_array(), grad)
+    assert wrapped.updates == 1
+
+
+def test_update_subset_of_one_process_is_the_trainers():
+    initial, plain, wrapped = worker.Model(seed=1).values(), worker.Model(seed=1), worker.Model(seed=1)
+    t_plain, t_wrapped = dy.SimpleSGDTrainer(plain.pc), dist.wrap(dy.SimpleSGDTrainer(wrapped.pc))
+    for model, trainer in ((plain, t_plain), (wrapped, t_wrapped)):
+        dy.renew_cg()
+        model.loss([1, 2], [0, 1]).backward()
+        trainer.update_subset(iter(worker.subset_indices(model)[0]), (0,))
+    moved = {name for name, value in plain.values().items() if not np.array_equal(value, initial[name])}
+    assert moved == {plain.W.name().strip("/"), plain.b.name().strip("/"), plain.E.name().strip("/")}
+    for name, value in plain.values().items():
+        np.testing.assert_array_equal(wrapped.values()[name], value, err_msg=name)
+    assert t_wrapped.updates == 1
+    with pytest.raises(TypeError, match="update_subset: updated_params must be a list of ints"):
+        t_wrapped.update_subset([0.0], [])
+
+
 def test_wrapper_rejects_an_unknown_reduction():
     with pytest.raises(ValueError, match="reduce must be 'mean' or 'sum'"):
         dist.DistributedTrainer(dy.SimpleSGDTrainer(dy.ParameterCollection()), reduce="max")
@@ -251,6 +318,71 @@ def test_a_rank_that_stops_early_is_caught_by_the_timeout(tmp_path):
     assert proc.returncode != 0
     assert "rank 0 of 2: waited more than 3 s in Allreduce" in proc.stderr, proc.stderr
     assert seconds < 60
+
+
+def test_ranks_whose_parameters_differ_in_shape_abort_naming_both_shapes(tmp_path):
+    """W of (3, 4) on rank 0, (4, 3) on rank 1: as many floats, but not the same model."""
+    proc, seconds = launch(tmp_path, "shapes")
+    assert proc.returncode != 0
+    assert ("rank 0 has parameter /W of shape (3, 4), rank 1 has parameter /W of shape (4, 3)"
+            in proc.stderr), proc.stderr
+    assert "rank 1 of 2: failed with ValueError: the ranks' parameters differ" in proc.stderr
+    assert seconds < 60
+
+
+@pytest.fixture(scope="module")
+def mismatch_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("mismatch")
+    proc, _ = launch(out, "mismatch")
+    assert proc.returncode == 0, f"mpiexec failed:\n{proc.stdout}\n{proc.stderr}"
+    return out
+
+
+# what each case of worker.MISMATCHES must say, on both ranks
+REFUSALS = {
+    "dense-transposed": "parameters differ: at #0 rank 0 has parameter /W of shape (3, 4), "
+                        "rank 1 has parameter /W of shape (4, 3)",
+    "lookup-reshaped": "parameters differ: at #1 rank 0 has lookup table /_1 of shape (10, 6), "
+                       "rank 1 has lookup table /_1 of shape (20, 3)",
+    "renamed": "parameters differ: at #1 rank 0 has parameter /b of shape (2,), rank 1 has parameter /c",
+    "extra-parameter": "gradients differ (rank 0 has 1, rank 1 has 2): at #1 rank 0 has nothing, "
+                       "rank 1 has parameter /_1 of shape (1,)",
+    "gradients-transposed": "gradients differ: at #0 rank 0 has parameter /_0 of shape (2, 3), "
+                            "rank 1 has parameter /_0 of shape (3, 2)",
+    "sparse-on-one-rank": "gradients differ: at #1 rank 0 has lookup table (sparse rows) /_1 of shape (5, 2), "
+                          "rank 1 has lookup table /_1 of shape (5, 2)",
+    "subset-differs": "gradients differ: at #0 rank 0 has parameter /_0 of shape (2,), "
+                      "rank 1 has parameter /_1 of shape (2,)",
+}
+
+
+def test_every_mismatch_case_has_its_refusal():
+    assert set(REFUSALS) == set(worker.MISMATCHES)
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_ranks_whose_models_differ_are_refused_before_values_travel(mismatch_run, case):
+    for r in range(2):
+        refused = json.loads((mismatch_run / f"mismatch-rank{r}.json").read_text())[case]
+        assert refused is not None, f"{case}: rank {r} went on"
+        assert refused[0] == "ValueError" and REFUSALS[case] in refused[1], refused
+
+
+def test_update_subset_combines_the_listed_gradients_and_keeps_the_others(mismatch_run):
+    """Step 1 ends in update_subset (W, b, E), step 2 in update(). Two ranks with half
+    minibatches and reduce="sum" must match one process: the LSTM's gradients of step 1
+    wait, on each rank alone, and are combined once, in step 2 (combined in step 1 too,
+    they would count twice)."""
+    cfg = worker.CONFIGS["adam-sum-agenda"]
+    order = dist.shard(worker.corpus(), epoch=0, seed=worker.SEED)      # size 1: the whole permutation
+    B = worker.BATCH
+    initial = worker.Model(seed=worker.SEED).values()
+    expected = worker.train_with_subsets([order[:B], order[B:2 * B]], cfg).values()
+    ranks = [np.load(mismatch_run / f"subset-rank{r}.npz") for r in range(2)]
+    for name, want in expected.items():
+        assert np.abs(want - initial[name]).max() > 1e-4, f"{name} did not move"
+        np.testing.assert_array_equal(ranks[0][name], ranks[1][name], err_msg="ranks differ: " + name)
+        np.testing.assert_allclose(ranks[0][name], want, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 def test_scaling_bench_runs_every_setup_on_the_same_data(capsys):

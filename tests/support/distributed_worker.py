@@ -7,6 +7,10 @@ trained for a few steps with `autobatch.distributed`.
                                                      on rank 0 and broadcast
     python distributed_worker.py OUT_DIR raise       rank 1 raises in its third step
     python distributed_worker.py OUT_DIR short       rank 1 stops one step early (timeout 3 s)
+    python distributed_worker.py OUT_DIR mismatch    every way the ranks' models can differ
+                                                     (MISMATCHES), each refusal caught and
+                                                     written to OUT_DIR; then update_subset
+    python distributed_worker.py OUT_DIR shapes      rank 1's W transposed, not caught
 """
 import json
 import pathlib
@@ -109,11 +113,114 @@ def train_distributed(cfg, data, fault=None):
     return model, trainer, {"parts": parts[:steps], "rows_sent": sent, "rows_used": used}
 
 
+def transposed_on_rank_1():
+    pc = dy.ParameterCollection(seed=1)
+    pc.add_parameters((3, 4) if dist.rank() == 0 else (4, 3), name="W")
+    return pc
+
+
+def _broadcast_of(build):
+    def case():
+        dist.broadcast_parameters(build())
+    return case
+
+
+def _update_of(build, sparse=(True, True), subset=None):
+    """A step of a DistributedTrainer over the model `build` makes, the trainer's sparse
+    setting per rank as `sparse`, `update_subset` with subset[rank] if given."""
+    def case():
+        pc = build()
+        trainer = dist.DistributedTrainer(dy.SimpleSGDTrainer(pc), reduce="sum")
+        trainer.set_sparse_updates(sparse[dist.rank()])
+        dy.renew_cg()
+        dy.esum([dy.sum_elems(p) for p in pc.parameters_list()] +
+                [dy.sum_elems(lp[0]) for lp in pc.lookup_parameters_list()]).backward()
+        if subset is None:
+            trainer.update()
+        else:
+            trainer.update_subset(subset[dist.rank()], [])
+    return case
+
+
+def _model(params, lookups=(), names=None):
+    """A collection with parameters of the shapes params[rank] and lookup tables of the
+    shapes lookups[rank] (names[rank] their names, if given)."""
+    def build():
+        r = dist.rank()
+        pc = dy.ParameterCollection(seed=1)
+        for k, shape in enumerate(params[r]):
+            pc.add_parameters(shape, name=names[r][k] if names else "")
+        for shape in (lookups[r] if lookups else ()):
+            pc.add_lookup_parameters(shape)
+        return pc
+    return build
+
+
+# how the ranks' models differ -> what must refuse it: each case raises on both ranks
+MISMATCHES = {
+    "dense-transposed": _broadcast_of(transposed_on_rank_1),
+    "lookup-reshaped": _broadcast_of(_model([[(2,)], [(2,)]], [[(10, 6)], [(20, 3)]])),
+    "renamed": _broadcast_of(_model([[(3,), (2,)], [(3,), (2,)]], names=[["a", "b"], ["a", "c"]])),
+    "extra-parameter": _update_of(_model([[(3,)], [(3,), (1,)]])),
+    "gradients-transposed": _update_of(_model([[(2, 3), (4,)], [(3, 2), (4,)]])),
+    "sparse-on-one-rank": _update_of(_model([[(2,)], [(2,)]], [[(5, 2)], [(5, 2)]]), sparse=(True, False)),
+    "subset-differs": _update_of(_model([[(2,), (2,)], [(2,), (2,)]]), subset=([0], [1])),
+}
+
+
+def check_mismatches(out):
+    """Run every case of MISMATCHES; write {case: (exception type, message)} per rank."""
+    refused = {}
+    for name, case in MISMATCHES.items():
+        try:
+            case()
+        except (ValueError, IndexError, TypeError) as e:
+            refused[name] = [type(e).__name__, str(e)]
+        else:
+            refused[name] = None
+    (out / f"mismatch-rank{dist.rank()}.json").write_text(json.dumps(refused))
+
+
+def subset_indices(model):
+    """update_subset's arguments that list W and b (not the LSTM) and the table E."""
+    params = model.pc.parameters_list()
+    return [k for k, p in enumerate(params) if p is model.W or p is model.b], [0]
+
+
+def train_with_subsets(parts, cfg):
+    """Two steps from rank 0's initial model, on parts[0] and parts[1] (lists of (words,
+    tags)): the first ends in update_subset(subset_indices), the second in update(), so
+    the LSTM's gradients of the first step wait for the second. Returns the model."""
+    model = Model(seed=SEED + 100 * dist.rank())
+    dist.broadcast_parameters(model.pc)
+    trainer = dist.DistributedTrainer(make_trainer(cfg, model.pc), reduce=cfg["reduce"])
+    for k, batch in enumerate(parts):
+        dy.renew_cg(strategy=cfg["strategy"])
+        dy.esum([model.loss(w, t) for w, t in batch]).backward()
+        if k == 0:
+            trainer.update_subset(*subset_indices(model))
+        else:
+            trainer.update()
+    return model
+
+
 def main(out, mode):
     dist.init(timeout=3 if mode == "short" else 60)
     data = corpus()
     if mode in ("raise", "short"):
         train_distributed(CONFIGS["adam-sum-agenda"], data, fault=mode)
+        return
+    if mode == "shapes":
+        dist.broadcast_parameters(transposed_on_rank_1())
+        return
+    if mode == "mismatch":
+        check_mismatches(out)
+        cfg = CONFIGS["adam-sum-agenda"]
+        mine = dist.shard(data, epoch=0, seed=SEED)
+        per_rank = BATCH // dist.size()
+        parts = [mine[k * per_rank:(k + 1) * per_rank] for k in range(2)]
+        model = train_with_subsets(parts, cfg)
+        np.savez(out / f"subset-rank{dist.rank()}.npz", **model.values())
         return
     for name, cfg in CONFIGS.items():
         model, trainer, info = train_distributed(cfg, data)
