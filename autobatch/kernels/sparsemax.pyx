@@ -3,7 +3,7 @@
 algorithms): sparsemax (Martins and Astudillo 2016), the Euclidean projection onto
 the simplex, and constrained softmax (Martins and Kreutzer 2017), a softmax whose
 probabilities are capped by upper bounds u."""
-from libc.math cimport expf
+from libc.math cimport NAN, expf, isfinite, isnan
 from libc.stdlib cimport qsort
 
 from autobatch.runtime.memory cimport arena_alloc
@@ -13,37 +13,59 @@ from autobatch.kernels.common cimport *
 
 # ------------------------------------------------------------- sparsemax ----
 # y = max(x - tau, 0), tau such that y sums to 1: with z = x sorted descending, the
-# support is the largest k with 1 + k z_k > z_1 + ... + z_k. Backward on the support
-# S (y > 0): dx_i += dy_i - mean_{j in S} dy_j.
+# support is the largest k with 1 + k z_k > z_1 + ... + z_k. Computed on x - max(x),
+# which moves tau with x and changes nothing else: on x as it is, entries above about
+# 2^24 absorb the 1 of that test and every output came out 0 ([1e10, 0, 0] gave
+# [0, 0, 0]; DyNet's gives inf). Shifted, z_1 = 0 is always in the support, so the
+# largest entry gets at least 1/k and the mass stays 1. Sums in double.
+# No projection exists for an input with NaN or +inf (or only -inf): the whole output
+# is NaN, as DyNet's forward gives for NaN, and so is the gradient backward gives its
+# input (DyNet's is 0, which hides the NaN). -inf entries get 0, as in the limit.
+# Backward on the support S (y > 0): dx_i += dy_i - mean_{j in S} dy_j.
+
+cdef double simplex_threshold(float* z, int n) noexcept nogil:
+    """tau for z of maximum 0 (sorted in place): at least one entry is above it."""
+    qsort(z, n, sizeof(float), descending)
+    cdef double total = 0.0, kept = 0.0
+    cdef int k = 0
+    while k < n:
+        total += z[k]
+        if 1.0 + (k + 1) * <double>z[k] <= total:
+            break
+        kept = total
+        k += 1
+    return (kept - 1.0) / k
+
+cdef void sparsemax_column(const float* x, float* y, float* z, int n) noexcept nogil:
+    cdef int i
+    cdef float top = x[0]
+    cdef bint nan = False
+    cdef double tau, d
+    for i in range(n):
+        if isnan(x[i]):
+            nan = True
+        elif x[i] > top:
+            top = x[i]
+    if nan or not isfinite(top):
+        for i in range(n):
+            y[i] = NAN
+        return
+    for i in range(n):
+        z[i] = x[i] - top
+    tau = simplex_threshold(z, n)
+    for i in range(n):
+        d = <double>(x[i] - top) - tau
+        y[i] = <float>d if d > 0.0 else 0.0
 
 cdef void sparsemax_fwd(Batch* b) noexcept nogil:
     cdef Node* n0 = NODE(b, 0)
-    cdef int n = rows(n0), j, e, k, i
-    cdef float total, kept, tau
-    cdef float* x
-    cdef float* y
+    cdef int n = rows(n0), j, e
     cdef float* z = arena_alloc(b.scratch, n)
     if z == NULL:
         return
     for j in range(b.n):
         for e in range(n0.bs):
-            x = ARG(b, j, 0).val + e * n
-            y = NODE(b, j).val + e * n
-            for i in range(n):
-                z[i] = x[i]
-            qsort(z, n, sizeof(float), descending)
-            total = 0.0
-            kept = 0.0
-            k = 0
-            while k < n:
-                total += z[k]
-                if 1.0 + (k + 1) * z[k] <= total:
-                    break
-                kept = total
-                k += 1
-            tau = (kept - 1.0) / k
-            for i in range(n):
-                y[i] = x[i] - tau if x[i] > tau else 0.0
+            sparsemax_column(ARG(b, j, 0).val + e * n, NODE(b, j).val + e * n, z, n)
 
 cdef void sparsemax_bwd(Batch* b) noexcept nogil:
     if not batch_arg_needs_grad(b, 0):
@@ -59,6 +81,10 @@ cdef void sparsemax_bwd(Batch* b) noexcept nogil:
             y = NODE(b, j).val + e * n
             dy = NODE(b, j).grad + e * n
             dx = ARG(b, j, 0).grad + e * n
+            if isnan(y[0]):                   # forward had no projection: all of y is NaN
+                for i in range(n):
+                    dx[i] += NAN
+                continue
             mean = 0.0
             size = 0
             for i in range(n):
