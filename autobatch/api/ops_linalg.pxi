@@ -135,7 +135,9 @@ def sparsemax(x):
     """Sparsemax of a vector (Martins and Astudillo 2016): the Euclidean projection of x
     onto the probability simplex, max(x - tau, 0) summing to 1; most entries are
     exactly 0 and get no gradient. Each batch element on its own (DyNet refuses
-    batches); nodes of one shape run as one batch.
+    batches); nodes of one shape run as one batch. Computed on x - max(x), so inputs
+    far from 0 keep the mass; an x holding NaN or +inf gives NaN everywhere (and NaN
+    gradients), a -inf entry 0.
 
         sparsemax(dy.inputVector([0.5, 1.2, -0.3, 1.0]))     # [0, 0.6, 0, 0.4]
     """
