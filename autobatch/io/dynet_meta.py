@@ -9,9 +9,11 @@ data), with DyNet's semantics (python/_dynet.pyx, `_save_one` / `_load_one`):
   `from_spec(spec, model)`; then their collection is populated from the records under
   its name, in order, as DyNet's `populate` does.
 
-A rebuilt object may allocate only as many values as ``.data`` holds for it, and on any
-failure the collection is rolled back.
+A rebuilt object may allocate only as many values as ``.data`` holds for it, each
+record belongs to at most one object (a ``.meta`` naming one record many times does not
+make many copies), and on any failure the collection is rolled back.
 """
+import bisect
 import math
 
 from autobatch.api import core
@@ -83,17 +85,51 @@ def _resolve(x, label, depth=0):
     return x
 
 
+class _Records:
+    """The records of a ``.data``, found by name or by name prefix in time proportional
+    to what is found (a ``.meta`` of 100,000 objects costs no more than their records),
+    each handed to one object at most."""
+
+    def __init__(self, records, label):
+        self.records, self.label, self.used = records, label, set()
+        self.index = {(r.kind, r.name): i for i, r in enumerate(records)}
+        self.order = sorted(range(len(records)), key=lambda i: records[i].name)
+        self.names = [records[i].name for i in self.order]
+
+    def _use(self, found):
+        for i in found:
+            if i in self.used:
+                raise ModelFileError(f"{self.label}: {self.records[i].name} belongs to two objects "
+                                     "of the metadata (a record is loaded once)")
+        self.used.update(found)
+        return [self.records[i] for i in sorted(found)]      # in file order
+
+    def named(self, kind, name):
+        """The record of `kind` named `name`."""
+        i = self.index.get((kind, name))
+        if i is None:
+            return dynet_text.find([], kind, name, self.label)      # raises: not found
+        return self._use([i])[0]
+
+    def under(self, prefix):
+        """The records whose names start with `prefix` (a range of the sorted names)."""
+        found, at = [], bisect.bisect_left(self.names, prefix)
+        while at < len(self.names) and self.names[at].startswith(prefix):
+            found.append(self.order[at])
+            at += 1
+        return self._use(found)
+
+
 def _rebuild_user(ref, spec, name, records, pc, label):
     """DyNet's load of a user's class: `cls.from_spec(spec, model)`, then its collection
-    populated in order from the records under `name`. `cls` is the class code
+    populated in order from `records` (those under `name`). `cls` is the class code
     registered under the file's "module:QualName"; it may allocate only as many values
     as the file holds for it."""
     cls = savable_class(ref.name)
     if not callable(getattr(cls, "from_spec", None)):
         raise ModelFileError(f"{label}: {ref.name} has no from_spec(spec, model)")
-    prefix = name if name.endswith("/") else name + "/"
     registry = pc._registry
-    registry.load_budget = sum(r.values.size for r in records if r.name.startswith(prefix))
+    registry.load_budget = sum(r.values.size for r in records)
     try:
         obj = cls.from_spec(_resolve(spec, label), pc)
     finally:
@@ -108,12 +144,20 @@ def _rebuild(ref, spec, name, records, pc, label):
     if isinstance(ref, UserRef):
         return _rebuild_user(ref, spec, name, records, pc, label)
     cls, args = _spec_args(ref, spec, label)
-    prefix = name if name.endswith("/") else name + "/"
-    registry = pc._registry
-    registry.load_budget = sum(r.values.size for r in records if r.name.startswith(prefix))
+    budget = sum(r.values.size for r in records)
     layer_norm = cls is our_class("VanillaLSTMBuilder") and len(args) > 3 and args[3]
-    if layer_norm:                  # gains and biases: 4H, 4H, 4H, 4H, H, H per layer
-        registry.load_budget += 18 * args[0] * args[2]
+    if layer_norm:
+        # gains and biases (4H, 4H, 4H, 4H, H, H per layer) that DyNet's files lack. The
+        # file holds 4H(in + H + 1) >= 12H values per layer, so a real file has at least
+        # 2/3 of a value for each of them; with fewer, the spec is not the file's
+        extra = 18 * args[0] * args[2]
+        if 2 * extra > 3 * budget:
+            raise ModelFileError(f"{label}: a layer-normalised LSTM of {args[0]} layers of "
+                                 f"{args[2]} cannot be made of the {budget} values the file "
+                                 f"holds for {name}")
+        budget += extra
+    registry = pc._registry
+    registry.load_budget = budget
     try:
         if ref.name == "BiRNNBuilder":
             obj = cls(*args[:3], pc, args[3])
@@ -136,15 +180,15 @@ def load(basename, pc, meta_bytes):
 def _load(basename, pc, meta_bytes):
     label = basename + ".data"
     entries = read_meta(meta_bytes, basename + ".meta")
-    records = dynet_text.parse(files.read_all(label, None, label), label)
+    records = _Records(dynet_text.parse(files.read_all(label, None, label), label), label)
     objects = []
     for e in entries:
         if e[0] in ("Parameters", "LookupParameters"):
             kind = "param" if e[0] == "Parameters" else "lookup"
-            rec = dynet_text.find(records, kind, e[1], label)
-            objects.append(parameter_files.add_loaded(pc, rec, True))
+            objects.append(parameter_files.add_loaded(pc, records.named(kind, e[1]), True))
         else:
-            objects.append(_rebuild(e[0], e[1], e[2], records, pc, label))
+            prefix = e[2] if e[2].endswith("/") else e[2] + "/"
+            objects.append(_rebuild(e[0], e[1], e[2], records.under(prefix), pc, label))
     return objects
 
 

@@ -13,9 +13,18 @@ executes nothing) and `_Reader` runs only the opcodes that build strings, number
 booleans, None, tuples, lists and dicts, and references by name: DyNet's builders and
 functions (``_dynet.<Name>``, the names of `DYNET_BUILDERS` and `DYNET_FUNCTIONS`,
 mapped to ours by those tables) and a user's classes (``module.QualName``, only if code
-registered a class under "module:QualName" with `dy.register_savable`). A reference is
-kept as a name; nothing is imported. Any other opcode or name is refused with
-ModelFileError. Writing emits the same opcodes by hand (protocol 2, no memo), so that
+registered a class under "module:QualName" with `dy.register_savable`; never this
+library's own classes, which a file names as DyNet's). A reference is kept as a name;
+nothing is imported. Any other opcode or name is refused with ModelFileError. Every
+protocol DyNet has written is read: 0 and 1 (Python 2's `pickle.dump`, strings as
+``S'...'``), 2 to 5 (Python 3's).
+
+Memo references (``BINGET``) let a few bytes name one list many times, and nested,
+stand for a tree exponentially larger than the file. An object is therefore measured
+as the tree it stands for, with every reference expanded (in time linear in the file:
+each shared part is counted once), and refused when that tree has more than
+`EXPANSION` values per byte of its pickle, or refers to itself: whatever reads the spec
+afterwards works in time and memory proportional to the file. Writing emits the same opcodes by hand (protocol 2, no memo), so that
 DyNet's `pickle.load` reads them.
 """
 import io
@@ -28,8 +37,9 @@ from autobatch.errors import ModelFileError
 from autobatch.io.registry import savable_class, savable_name
 from autobatch.io.specs import MAX_SPEC_DEPTH
 
-MAX_OPS = 10000          # opcodes in one object's pickle
+MAX_OPS = 2_000_000      # opcodes in one object's pickle (a spec with a 100,000-word vocabulary)
 MAX_OBJECTS = 100000
+EXPANSION = 4            # values an object's tree may hold per byte of its pickle
 
 # DyNet's builder class -> (the name our class is registered under in autobatch.io.registry,
 # the spec's fields). Our class is built with DyNet's positional arguments and then
@@ -104,6 +114,15 @@ class _Reader:
         items, self.stack[len(self.stack) - n:] = self.stack[len(self.stack) - n:], []
         return items
 
+    def set_items(self, items):
+        st = self.stack
+        if len(items) % 2 or not st or not isinstance(st[-1], dict):
+            raise self.bad("corrupt pickle (set items of a non-dict)")
+        for k, v in zip(items[::2], items[1::2]):
+            if not isinstance(k, (str, int)) or isinstance(k, bool):
+                raise self.bad("a dict key that is not a str or an int")
+            st[-1][k] = v
+
     def global_ref(self, module, name):
         """A reference by name: DyNet's builders and functions by a table, a user's class
         through the registry (a dictionary lookup); never an import."""
@@ -112,8 +131,14 @@ class _Reader:
         if module in ("_dynet", "dynet") and name in DYNET_FUNCTIONS:
             return FuncRef(name)
         registered = f"{module}:{name}"
-        if len(registered) <= 200 and savable_class(registered) is not None:
+        # this library's classes are registered too, but DyNet never names them: a file
+        # that does would reach them past the checks of DyNet's specs (`_spec_args`)
+        ours = module == "autobatch" or module.startswith("autobatch.")
+        if not ours and len(registered) <= 200 and savable_class(registered) is not None:
             return UserRef(registered)
+        if ours:
+            raise self.bad(f"the file names {module!s:.60}.{name!s:.60}, a class of this library: "
+                           "DyNet's files name DyNet's builders (_dynet.<Name>)")
         raise self.bad(f"the file names {module!s:.60}.{name!s:.60}: neither one of DyNet's "
                        "builders or functions nor a class registered here (to load your "
                        f"own class, register it: dy.register_savable(cls, name={registered!r:.130}))")
@@ -125,7 +150,9 @@ class _Reader:
         if name in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "BININT",
                     "BININT1", "BININT2", "LONG1", "BINFLOAT", "FLOAT", "LONG"):
             st.append(arg)
-        elif name == "INT":          # protocol 0: True/False are INT 01 / 00
+        elif name in ("STRING", "BINSTRING", "SHORT_BINSTRING"):
+            st.append(arg)           # Python 2's str (protocols 0 and 1), read as str
+        elif name == "INT":          # protocols 0 and 1: True/False are INT 01 / 00
             st.append(arg)
         elif name in ("NONE", "NEWTRUE", "NEWFALSE"):
             st.append({"NONE": None, "NEWTRUE": True, "NEWFALSE": False}[name])
@@ -140,14 +167,12 @@ class _Reader:
             st.append([])
         elif name == "EMPTY_DICT":
             st.append({})
+        elif name == "DICT":         # protocol 0: MARK k v k v ... DICT
+            items = self.pop_mark()
+            st.append({})
+            self.set_items(items)
         elif name in ("SETITEM", "SETITEMS"):
-            items = self.pop(2) if name == "SETITEM" else self.pop_mark()
-            if len(items) % 2 or not st or not isinstance(st[-1], dict):
-                raise self.bad("corrupt pickle (set items of a non-dict)")
-            for k, v in zip(items[::2], items[1::2]):
-                if not isinstance(k, (str, int)) or isinstance(k, bool):
-                    raise self.bad("a dict key that is not a str or an int")
-                st[-1][k] = v
+            self.set_items(self.pop(2) if name == "SETITEM" else self.pop_mark())
         elif name == "LIST":
             st.append(self.pop_mark())
         elif name in ("APPEND", "APPENDS"):
@@ -182,6 +207,7 @@ def read_meta(data, label):
     while f.tell() < len(data):
         if len(out) >= MAX_OBJECTS:
             raise ModelFileError(f"{label}: more than {MAX_OBJECTS} objects")
+        start = f.tell()
         reader, count, stopped = _Reader(label), 0, False
         try:
             for op, arg, _ in pickletools.genops(f):
@@ -198,8 +224,41 @@ def read_meta(data, label):
             raise ModelFileError(f"{label}: corrupt pickle: {type(e).__name__}: {str(e)[:200]}") from None
         if not stopped or len(reader.stack) != 1 or reader.marks:
             raise ModelFileError(f"{label}: corrupt or truncated pickle")
-        out.append(_check_entry(reader.stack[0], label))
+        entry = _check_entry(reader.stack[0], label)
+        _Sizer(EXPANSION * (f.tell() - start), reader.bad).size(entry, 0)
+        out.append(entry)
     return out
+
+
+class _Sizer:
+    """The number of values in the tree an object stands for once every memo reference
+    is expanded: each shared list, tuple or dict is measured once (so the time is
+    linear in the pickle), and the count stops at `limit`."""
+
+    def __init__(self, limit, bad):
+        self.limit, self.bad = limit, bad
+        self.known, self.open = {}, set()
+
+    def size(self, x, depth):
+        if not isinstance(x, (tuple, list, dict)):
+            return 1
+        key = id(x)                  # x is alive until the load ends: ids are not reused
+        if key in self.known:
+            return self.known[key]
+        if key in self.open:
+            raise self.bad("the pickle holds a list or dict that contains itself")
+        if depth > MAX_SPEC_DEPTH:
+            raise self.bad(f"a spec nested deeper than {MAX_SPEC_DEPTH}")
+        self.open.add(key)
+        n = 1 + (len(x) if isinstance(x, dict) else 0)       # a dict's keys are scalars
+        for v in (x.values() if isinstance(x, dict) else x):
+            n += self.size(v, depth + 1)
+            if n > self.limit:
+                raise self.bad(f"an object whose memo references stand for more than "
+                               f"{self.limit} values ({EXPANSION} per byte of its pickle)")
+        self.open.discard(key)
+        self.known[key] = n
+        return n
 
 
 def _check_entry(e, label):

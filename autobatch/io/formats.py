@@ -37,9 +37,11 @@ def load(basename, params, allow_v1=False):
     if not is_collection(params) or not hasattr(params, "_snapshot"):
         raise TypeError(f"dy.load: params must be a ParameterCollection, got {type(params).__name__}")
     meta_bytes = files.read_all(basename + ".meta", None, basename + ".meta")
-    if meta_bytes[:1] == b"\x80":         # DyNet's .meta: pickles, read as data only
-        return dynet_meta.load(basename, params, meta_bytes)
-    return autobatch_save.load(basename, params, meta_bytes, allow_v1)
+    if meta_bytes.lstrip()[:1] == b"{":  # ours is a JSON object; no pickle opcode is "{"
+        return autobatch_save.load(basename, params, meta_bytes, allow_v1)
+    # DyNet's .meta: pickles of any protocol (Python 2 wrote protocol 0, "(S'Parameters'\n..."),
+    # read as data only
+    return dynet_meta.load(basename, params, meta_bytes)
 
 
 def load_generator(basename, params, allow_v1=False):
