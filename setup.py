@@ -48,6 +48,8 @@ MOD_NAMES = [
     "autobatch.api.core",
     # model/: the trainers' update rules as compiled loops
     "autobatch.model.update_rules",
+    # io/: a loaded file's values assigned to a collection with no signal in between
+    "autobatch.io.assign_all",
 ]
 
 # the trainers' rules: exact float32 rounding order (they must give the numbers of the

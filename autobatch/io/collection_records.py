@@ -5,6 +5,7 @@ import contextlib
 
 from autobatch.api.core import LookupParameters, Parameters
 from autobatch.errors import ModelFileError
+from autobatch.io.assign_all import assign_all
 from autobatch.io.autobatch_data import record_kind, write_records
 
 
@@ -53,9 +54,9 @@ def match(pc, records, prefix, label):
 
 
 def assign(pairs):
-    """Give each parameter the values paired with it."""
-    for p, values in pairs:
-        p._flat[:] = values   # in place: the engine holds pointers to this memory
+    """Give each parameter the values paired with it, all or none of them under a
+    Ctrl-C (autobatch.io.assign_all); in place: the engine holds pointers to this memory."""
+    assign_all([p._flat for p, _ in pairs], [values for _, values in pairs])
 
 
 def split_name(component):

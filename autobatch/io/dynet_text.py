@@ -37,6 +37,7 @@ import re
 import numpy as np
 
 from autobatch.errors import ModelFileError
+from autobatch.io.assign_all import assign_all
 
 WIDTH = 16                      # "+1.23456789e-01 ": DyNet's FLOAT32_WIDTH
 MAX_HEADER = 1 << 16
@@ -190,14 +191,18 @@ def _same_shape(kind, a, b):
     return _squeeze(a) == _squeeze(b)
 
 
-def assign(p, rec, dynet):
-    """Values in place (the engine holds pointers to this memory); from a DyNet file
-    also its gradient, zero when the file stores none (as DyNet's loader does)."""
-    p._flat[:] = rec.values
-    if rec.grads is not None:
-        p._grad_flat[:] = rec.grads
-    elif dynet:
-        p._grad_flat[:] = 0
+def assign(pairs, dynet):
+    """Each record's values to its parameter, in place (the engine holds pointers to
+    this memory); from a DyNet file also its gradient, zero when the file stores none
+    (as DyNet's loader does). All or nothing under a Ctrl-C (autobatch.io.assign_all)."""
+    targets, sources = [], []
+    for p, rec in pairs:
+        targets.append(p._flat)
+        sources.append(rec.values)
+        if rec.grads is not None or dynet:
+            targets.append(p._grad_flat)
+            sources.append(rec.grads)           # None: zeros
+    assign_all(targets, sources)
 
 
 def match_collection(pc, records, key, label, skip=None):

@@ -119,7 +119,7 @@ def populate_one(p, fname, key=""):
     if not dynet_text._same_shape(rec.kind, tuple(p.shape()), rec.shape):
         raise ModelFileError(f"{label}: {rec.name} has shape {rec.shape}, {p.name()} has "
                              f"shape {tuple(p.shape())}")
-    dynet_text.assign(p, rec, dynet)
+    dynet_text.assign([(p, rec)], dynet)
 
 
 def load_one(pc, fname, key, kind):
@@ -143,7 +143,7 @@ def add_loaded(pc, rec, dynet):
     except ValueError:                      # a stored name that is not a valid user name
         base = ""
     p = add(rec.shape, init=0.0, name=base)
-    dynet_text.assign(p, rec, dynet)
+    dynet_text.assign([(p, rec)], dynet)
     return p
 
 
@@ -161,8 +161,7 @@ def save_collection_dynet(pc, fname, key="", append=False):
 
 
 def populate_collection_dynet(pc, records, key, label, skip=None):
-    for p, rec in dynet_text.match_collection(pc, records, key, label, skip):
-        dynet_text.assign(p, rec, True)
+    dynet_text.assign(dynet_text.match_collection(pc, records, key, label, skip), True)
 
 
 def save_collection(pc, fname, key="", append=False, format=None):
