@@ -21,10 +21,11 @@ from autobatch.api.core import LookupParameters, Parameters
 from autobatch.errors import ModelFileError
 from autobatch.io import dynet_text, files, parameter_files
 from autobatch.io.collection_records import all_params, rolled_back_on_failure
-from autobatch.io.dynet_pickle import (DYNET_BUILDERS, ClassRef, dynet_class_name,
-                                       FuncRef, our_class, pickle_object, UserRef, user_name, read_meta)
+from autobatch.io.dynet_pickle import (DYNET_BUILDERS, ClassRef, dynet_class_name, FuncRef,
+                                       Instance, our_class, pickle_object, UserRef, user_name,
+                                       read_meta)
 from autobatch.io.registry import savable_class
-from autobatch.io.specs import MAX_SPEC_DEPTH
+from autobatch.io.specs import MAX_SPEC_DEPTH, rebuild_object
 
 
 # ---------------------------------------------------------- rebuilding ----
@@ -69,10 +70,15 @@ def _resolve(x, label, depth=0):
     ours of the same name, user classes the registered ones."""
     if depth > MAX_SPEC_DEPTH:
         raise ModelFileError(f"{label}: a spec nested deeper than {MAX_SPEC_DEPTH}")
+    if isinstance(x, Instance):
+        return rebuild_object(savable_class(x.name), _resolve(x.state, label, depth + 1))
     if isinstance(x, FuncRef):
         return getattr(core, x.name)
     if isinstance(x, UserRef):
         return savable_class(x.name)
+    if not isinstance(x, (ClassRef, tuple, list, dict, str, int, float, type(None))):
+        raise ModelFileError(f"{label}: a spec holds {getattr(x, 'name', '?')}, which a pickle "
+                             "names only to rebuild an instance")
     if isinstance(x, ClassRef):
         cls = our_class(x.name)
         if cls is None:

@@ -35,7 +35,7 @@ from autobatch.api import core
 from autobatch.api.core import ELEMENTWISE_FUNCTIONS
 from autobatch.errors import ModelFileError
 from autobatch.io.registry import savable_class, savable_name
-from autobatch.io.specs import MAX_SPEC_DEPTH
+from autobatch.io.specs import MAX_SPEC_DEPTH, object_state
 
 MAX_OPS = 2_000_000      # opcodes in one object's pickle (a spec with a 100,000-word vocabulary)
 MAX_OBJECTS = 100000
@@ -74,6 +74,29 @@ class FuncRef(ClassRef):
 class UserRef(ClassRef):
     """A class of the user's, named "module:QualName" by a file: loadable only if code
     registered a class under that name (dy.register_savable)."""
+
+
+class Instance:
+    """An instance of a user's registered class in a spec (a parser's vocabulary):
+    the class's name and the state pickle stored (NEWOBJ then BUILD; Python 2's
+    copy_reg._reconstructor or INST). Rebuilt by autobatch.io.specs.rebuild_object:
+    cls.__new__, then the state, as pickle does; nothing the file names is called."""
+
+    def __init__(self, name):
+        self.name, self.state, self.built = name, None, False
+
+
+class _Marker:
+    """A name a pickle uses only to rebuild an instance (copy_reg._reconstructor,
+    object): allowed there, refused anywhere else."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+_RECONSTRUCTOR, _OBJECT = _Marker("copy_reg._reconstructor"), _Marker("object")
+_MARKERS = {("copy_reg", "_reconstructor"): _RECONSTRUCTOR, ("copyreg", "_reconstructor"): _RECONSTRUCTOR,
+            ("__builtin__", "object"): _OBJECT, ("builtins", "object"): _OBJECT}
 
 
 # DyNet's functions a spec may name (DyNet's tutorial passes dy.rectify to its MLP)
@@ -130,6 +153,8 @@ class _Reader:
             return ClassRef(name)
         if module in ("_dynet", "dynet") and name in DYNET_FUNCTIONS:
             return FuncRef(name)
+        if (module, name) in _MARKERS:
+            return _MARKERS[(module, name)]
         registered = f"{module}:{name}"
         # this library's classes are registered too, but DyNet never names them: a file
         # that does would reach them past the checks of DyNet's specs (`_spec_args`)
@@ -196,8 +221,39 @@ class _Reader:
             if not isinstance(module, str) or not isinstance(cls, str):
                 raise self.bad("corrupt pickle (STACK_GLOBAL)")
             st.append(self.global_ref(module, cls))
+        elif name in ("NEWOBJ", "REDUCE", "INST", "OBJ", "BUILD"):
+            self.instance(name, arg)
         else:
             raise self.bad(f"the pickle uses {name}, which only code (not data) needs")
+
+    def instance(self, name, arg):
+        """The opcodes pickle rebuilds an instance with, for a registered class only:
+        NEWOBJ (cls, ()), REDUCE of copy_reg._reconstructor (cls, object, None), INST
+        and OBJ without arguments; then BUILD with its state."""
+        st = self.stack
+        if name == "BUILD":
+            (state,) = self.pop(1)
+            if not st or not isinstance(st[-1], Instance) or st[-1].built:
+                raise self.bad("the pickle uses BUILD on something that is not a new instance")
+            st[-1].state, st[-1].built = state, True
+            return
+        if name == "INST":
+            module, _, qualname = arg.partition(" ")
+            cls, args = self.global_ref(module, qualname), tuple(self.pop_mark())
+        elif name == "OBJ":
+            items = self.pop_mark()
+            cls, args = (items[0], tuple(items[1:])) if items else (None, ())
+        else:
+            cls, args = self.pop(2)
+            if name == "REDUCE":
+                if (cls is not _RECONSTRUCTOR or not isinstance(args, tuple) or len(args) != 3
+                        or args[1] is not _OBJECT or args[2] is not None):
+                    raise self.bad("the pickle uses REDUCE, which only code (not data) needs")
+                cls, args = args[0], ()
+        if type(cls) is not UserRef or args != ():
+            raise self.bad(f"the pickle makes an instance by {name} of something that is not a "
+                           "class registered here, or with arguments")
+        st.append(Instance(cls.name))
 
 
 def read_meta(data, label):
@@ -240,6 +296,10 @@ class _Sizer:
         self.known, self.open = {}, set()
 
     def size(self, x, depth):
+        if isinstance(x, Instance):
+            if depth > MAX_SPEC_DEPTH:
+                raise self.bad(f"a spec nested deeper than {MAX_SPEC_DEPTH}")
+            return 1 + self.size(x.state, depth + 1)
         if not isinstance(x, (tuple, list, dict)):
             return 1
         key = id(x)                  # x is alive until the load ends: ids are not reused
@@ -342,10 +402,20 @@ def _emit(x, out, where, depth=0):
         out.append(closing)
     elif _ref_of(x) is not None:
         _emit(_ref_of(x), out, where, depth)
+    elif user_name(type(x)) is not None:
+        # an instance of a registered class: NEWOBJ (cls, ()) and BUILD with its state, as
+        # Python's pickle writes one, so that DyNet's load rebuilds it in the DyNet program
+        _emit(UserRef(user_name(type(x))), out, where, depth)
+        out.append(b")\x81")
+        _emit(object_state(x, where), out, where, depth + 1)
+        out.append(b"b")
     else:
-        raise TypeError(f"dy.save(format='dynet'): {where}: cannot write a {type(x).__name__} "
-                        "(a spec holds numbers, strings, None, tuples, lists, dicts, DyNet's "
-                        "functions and builders, and registered classes)")
+        cls = type(x).__qualname__
+        raise TypeError(f"dy.save(format='dynet'): {where}: cannot write a {cls} (a spec holds "
+                        "numbers, strings, None, tuples, lists, dicts, DyNet's functions and "
+                        "builders, registered classes and their instances): register its class "
+                        "under the DyNet program's name, in code before dy.save: "
+                        f"dy.register_savable({cls}, name='<module>:{cls}')")
 
 
 def pickle_object(obj, where):

@@ -8,9 +8,11 @@ _SAVABLE_NAME = {}  # class -> the name dy.save writes
 
 
 def register_savable(cls, name=None):
-    """Let `dy.save` / `dy.load` store and rebuild objects of `cls` (which must have a
-    `spec` attribute and a `from_spec(spec, model)` classmethod), and let specs name
-    `cls`. `name` (default ``"module:QualName"``, which is what files written before
+    """Let `dy.save` / `dy.load` store and rebuild objects of `cls` (which then has a
+    `spec` attribute and a `from_spec(spec, model)` classmethod), let specs name `cls`,
+    and let specs hold instances of `cls` (a vocabulary), saved as their plain data (their
+    `__dict__`, or what `__getstate__` returns) and rebuilt from it as pickle does
+    (`cls.__new__`, then `__setstate__` or the attributes; `__init__` is not called). `name` (default ``"module:QualName"``, which is what files written before
     the registry used) is what files store; a file can name only registered classes.
     A name registered for another class is refused, except for a class of the same
     module and qualified name (a redefinition), which replaces it.

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import autobatch as dy
-from autobatch.io import dynet_pickle
-from dynet_files import DATA, OneLayerMLP, build, builders, make_ours, run
+from autobatch.io import dynet_pickle, dynet_text
+from dynet_files import DATA, OneLayerMLP, Tagger, Vocabulary, build, builders, make_ours, run
 
 EXPECTED = np.load(os.path.join(DATA, "dynet_expected.npz"))
 OURS = np.load(os.path.join(DATA, "ours_expected.npz"))
@@ -399,3 +399,73 @@ def test_a_users_class_saved_by_dynet_loads_once_registered(tmp_path):
         pass
     with pytest.raises(TypeError, match="register"):
         dy.save(base, [Unregistered(pc, 2, 2, 2)], format="dynet")
+
+
+# ----------------------------------------------- a user's instance in a spec ----
+
+WORDS = ["<unk>", "the", "cat", "sat"]
+
+
+@pytest.mark.parametrize("name", ["dynet_tagger", "dynet_tagger_p0"])
+def test_a_spec_holding_a_users_instance_loads_from_dynets_files(name):
+    """DyNet pickles a spec: its Vocabulary is NEWOBJ + BUILD (protocol 4) or
+    copy_reg._reconstructor + REDUCE + BUILD (Python 2's protocol 0), written by DyNet
+    (tests/data/make_dynet_tagger_fixture.py). Both rebuild the registered class from its
+    data alone (tests/support/dynet_files.py registers Tagger and Vocabulary)."""
+    (tagger,) = dy.load(path(name), dy.ParameterCollection())
+    assert type(tagger) is Tagger and type(tagger.vocab) is Vocabulary
+    assert tagger.vocab.i2w == WORDS and tagger.vocab.w2i == {w: i for i, w in enumerate(WORDS)}
+    (E,) = [r for r in dynet_text.parse(read(name + ".data"), name) if r.kind == "lookup"]
+    np.testing.assert_array_equal(tagger.E._flat, E.values)
+
+
+def test_a_users_instance_is_written_for_dynet(tmp_path):
+    """ours_tagger (tests/data/make_dynet_tagger_fixture.py check: DyNet loads it with its
+    vocabulary) is what we write, and loads back here."""
+    (tagger,) = dy.load(path("ours_tagger"), dy.ParameterCollection())
+    assert tagger.vocab.i2w == WORDS
+    np.testing.assert_array_equal(tagger.E.as_array(), np.arange(12).reshape(4, 3))
+
+    class Unregistered:
+        pass
+    tagger.spec = (Unregistered(), 3)
+    with pytest.raises(TypeError, match=r"dy.register_savable\(.*Unregistered, name="):
+        dy.save(str(tmp_path / "t"), [tagger], format="dynet")
+
+
+@pytest.mark.parametrize("payload", [
+    b"\x80\x02c__main__\nUnknown\n)\x81}b.",                       # NEWOBJ of an unregistered class
+    b"\x80\x02c__main__\nVocabulary\nK\x01\x85\x81.",               # NEWOBJ with arguments
+    b"\x80\x02ccopy_reg\n_reconstructor\nc_dynet\nGRUBuilder\ncbuiltins\nobject\nN\x87R.",
+    b"\x80\x02cbuiltins\nobject\n.",                                 # a marker alone
+    b"\x80\x02]}b.",                                                 # BUILD of a list
+    b"\x80\x02c__main__\nVocabulary\n)\x81}b}b.",                   # BUILD twice
+    b"(i__main__\nUnknown\n(dS'a'\nI1\nsb.",                         # INST of an unregistered class
+])
+def test_instances_only_of_registered_classes_and_only_from_data(tmp_path, payload):
+    base = str(tmp_path / "m")
+    entry = b"\x80\x02c__main__\nTagger\n" + payload[2:-1] + b"K\x03\x86X\x08\x00\x00\x00/tagger/\x87." \
+        if payload.startswith(b"\x80") else payload
+    for meta in (payload, entry):
+        with open(base + ".meta", "wb") as f:
+            f.write(meta)
+        with open(base + ".data", "wb") as f:
+            f.write(read("dynet_tagger.data"))
+        pc = dy.ParameterCollection()
+        with pytest.raises(dy.ModelFileError):
+            dy.load(base, pc)
+        assert pc.parameters_list() == [] and pc.lookup_parameters_list() == []
+
+
+def test_an_old_style_instance_of_python_2_loads(tmp_path):
+    """Python 2 pickled an instance of an old-style class (no `object` base) with INST."""
+    meta = read("dynet_tagger_p0.meta")
+    new_style = b"ccopy_reg\n_reconstructor\np1\n(c__main__\nVocabulary\np2\nc__builtin__\nobject\np3\nNtp4\nRp5\n"
+    assert new_style in meta
+    base = str(tmp_path / "m")
+    with open(base + ".meta", "wb") as f:
+        f.write(meta.replace(new_style, b"(i__main__\nVocabulary\np5\n"))
+    with open(base + ".data", "wb") as f:
+        f.write(read("dynet_tagger_p0.data"))
+    (tagger,) = dy.load(base, dy.ParameterCollection())
+    assert type(tagger.vocab) is Vocabulary and tagger.vocab.i2w == WORDS

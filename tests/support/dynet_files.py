@@ -47,6 +47,39 @@ dy.register_savable(OneLayerMLP, name="make_dynet_model_fixture:OneLayerMLP")
 dy.register_savable(OneLayerMLP, name="__main__:OneLayerMLP")
 
 
+class Vocabulary:
+    """tests/data/make_dynet_tagger_fixture.py's vocabulary, here: an instance in a spec, saved as
+    its plain data (its __dict__) and rebuilt from it."""
+
+    def __init__(self, words):
+        self.i2w = list(words)
+        self.w2i = {w: i for i, w in enumerate(words)}
+
+
+class Tagger:
+    """tests/data/make_dynet_tagger_fixture.py's tagger, whose spec holds its Vocabulary."""
+
+    def __init__(self, model, vocab, dim):
+        self.pc = model.add_subcollection("tagger")
+        self.E = self.pc.add_lookup_parameters((len(vocab.i2w), dim))
+        self.W = self.pc.add_parameters((2, dim))
+        self.vocab = vocab
+        self.spec = (vocab, dim)
+
+    def param_collection(self):
+        return self.pc
+
+    @staticmethod
+    def from_spec(spec, model):
+        vocab, dim = spec
+        return Tagger(model, vocab, dim)
+
+
+# the names tests/data/make_dynet_tagger_fixture.py's classes have in its files (it runs as __main__)
+dy.register_savable(Vocabulary, name="__main__:Vocabulary")
+dy.register_savable(Tagger, name="__main__:Tagger")
+
+
 def build(pc):
     W = pc.add_parameters((2, 3), name="W")
     b = pc.add_parameters(3, name="b")
@@ -93,6 +126,10 @@ def make_ours(directory):
     E = pc.add_lookup_parameters((100, 10))
     mlp = OneLayerMLP(pc, 10, 20, 4, dy.rectify)
     dy.save(os.path.join(directory, "ours_mlp"), [mlp, E], format="dynet")
+    tagger = Tagger(dy.ParameterCollection(), Vocabulary(["<unk>", "the", "cat", "sat"]), 3)
+    tagger.E.set_value(np.arange(12, dtype=np.float32).reshape(4, 3))
+    tagger.W.set_value(np.zeros((2, 3)))
+    dy.save(os.path.join(directory, "ours_tagger"), [tagger], format="dynet")
     expected = {f"value_{k}": v.as_array() for k, v in p.items()}
     expected["grad_W"] = p["W"].grad_as_array()
     for name, builder in list(bs.items()) + list(more.items()):
@@ -101,7 +138,8 @@ def make_ours(directory):
     expected["out_mlp"] = mlp(E[3]).npvalue()
     np.savez(os.path.join(directory, "ours_expected.npz"), inputs=inputs, **expected)
     return ["ours.model", "ours_v.model", "ours_saved.meta", "ours_saved.data",
-            "ours_saved2.meta", "ours_saved2.data", "ours_mlp.meta", "ours_mlp.data"]
+            "ours_saved2.meta", "ours_saved2.data", "ours_mlp.meta", "ours_mlp.data",
+            "ours_tagger.meta", "ours_tagger.data"]
 
 
 if __name__ == "__main__":

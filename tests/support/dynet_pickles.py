@@ -9,6 +9,7 @@ class) is written as a reference by its module and name without being looked up,
 this module works both here, with `Global` placeholders, and under DyNet
 (tests/data/check_dynet_loads_py2_meta.py) with DyNet's real objects. Nothing here
 imports autobatch."""
+import _compat_pickle
 import io
 import pickle
 import struct
@@ -45,6 +46,9 @@ class _Pickler(pickle._Pickler):
     def save_reference(self, obj):
         module, name = ((obj.module, obj.name) if isinstance(obj, Global)
                         else (obj.__module__, obj.__qualname__))
+        if self.proto < 3:               # Python 2's names (copy_reg, __builtin__), as pickle maps them
+            module, name = _compat_pickle.REVERSE_NAME_MAPPING.get((module, name), (module, name))
+            module = _compat_pickle.REVERSE_IMPORT_MAPPING.get(module, module)
         if self.proto >= 4:
             self.save(module)
             self.save(name)
