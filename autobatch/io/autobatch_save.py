@@ -30,6 +30,7 @@ the collection is left unchanged. Every damaged or hostile file raises
 `ModelFileError`. Version 1 files (no end record, unchecksummed metadata) still
 populate; `dy.load` takes a version 1 pair only with ``allow_v1=True``.
 """
+import bisect
 import hashlib
 import json
 import logging
@@ -150,8 +151,23 @@ def _read_meta(fname, allow_v1, data):
     return entries, data_ref
 
 
-def _under(records, name):
-    return [rname for rname in records if rname.startswith(name)]
+class _Names:
+    """The records' names sorted, and each one's place in the file."""
+
+    def __init__(self, records):
+        self.sorted = sorted(records)
+        self.place = {n: i for i, n in enumerate(records)}
+
+
+def _under(names, prefix):
+    """The records' names that start with `prefix`, in file order: one range of the
+    sorted names, found by bisection, so that a metadata of many objects costs no more
+    than their records."""
+    found, at = [], bisect.bisect_left(names.sorted, prefix)
+    while at < len(names.sorted) and names.sorted[at].startswith(prefix):
+        found.append(names.sorted[at])
+        at += 1
+    return sorted(found, key=names.place.__getitem__)
 
 
 def _use(names, used, label):
@@ -163,7 +179,7 @@ def _use(names, used, label):
     used.update(names)
 
 
-def _load_entry(entry, records, pc, label, used):
+def _load_entry(entry, records, pc, label, used, names):
     kind, name = entry["kind"], entry["name"]
     if kind in ("param", "lookup"):
         if name not in records:
@@ -177,7 +193,7 @@ def _load_entry(entry, records, pc, label, used):
         p = add(shape, init=0.0, name=base)
         p._flat[:] = values
         return p
-    names = _under(records, name)
+    names = _under(names, name)
     _use(names, used, label)
     if "class" in entry:
         cls = registered_class(entry["class"])
@@ -190,7 +206,7 @@ def _load_entry(entry, records, pc, label, used):
             obj = cls.from_spec(spec, pc)
         finally:
             registry.load_budget = None
-        assign(match(obj.param_collection(), records, name, label))
+        assign(match(obj.param_collection(), {n: records[n] for n in names}, name, label))
         return obj
     # a collection (or an object without spec): rebuild it as a new subcollection
     base = split_name(name.rstrip("/").rpartition("/")[2])[0] if name != "/" else None
@@ -216,7 +232,8 @@ def load(basename, params, meta_bytes, allow_v1):
             raise ModelFileError(f"{label}: missing parameter {e['name']}")
     with rolled_back_on_failure(params, f"{basename}: the saved objects cannot be rebuilt"):
         used = set()
-        objects = [_load_entry(e, records, params, label, used) for e in entries]
+        names = _Names(records)
+        objects = [_load_entry(e, records, params, label, used, names) for e in entries]
         unused = [n for n in records if n not in used]
         if unused:
             raise ModelFileError(f"{label}: {len(unused)} saved parameter(s) belong to no object "

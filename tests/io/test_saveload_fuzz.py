@@ -428,3 +428,20 @@ def test_the_fuzzer_sees_both_outcomes(check, saved):
     """Sanity: the unmodified files load to the reference."""
     assert check.load() == "loaded"
     assert check.populate(saved[1]["params"]) == "loaded"
+
+
+def test_many_objects_load_in_time_linear_in_the_files(tmp_path):
+    """Each object's records are a range of the sorted names, not a scan of all of them
+    (a metadata of n collections cost n x n name comparisons)."""
+    from load_bounds import bounded
+    n = 6000
+    pc = dy.ParameterCollection()
+    subs = [pc.add_subcollection(f"s{i}") for i in range(n)]
+    for sub in subs:
+        sub.add_parameters(1, init=0.5)
+    base = str(tmp_path / "many")
+    dy.save(base, subs)
+    size = sum(os.path.getsize(base + ext) for ext in (".meta", ".data"))
+    with bounded(size, "6000 collections"):
+        loaded = dy.load(base, dy.ParameterCollection())
+    assert len(loaded) == n and loaded[-1].parameters_list()[0].as_array().tolist() == [0.5]
