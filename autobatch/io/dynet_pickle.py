@@ -15,7 +15,9 @@ functions (``_dynet.<Name>``, the names of `DYNET_BUILDERS` and `DYNET_FUNCTIONS
 mapped to ours by those tables) and a user's classes (``module.QualName``, only if code
 registered a class under "module:QualName" with `dy.register_savable`; never this
 library's own classes, which a file names as DyNet's). A reference is kept as a name;
-nothing is imported. Any other opcode or name is refused with ModelFileError. Every
+nothing is imported. An instance of a registered class in a spec (a vocabulary) is read
+from the opcodes pickle writes for one (`_Reader.instance`) and kept as its class's name
+and state (`Instance`). Any other opcode or name is refused with ModelFileError. Every
 protocol DyNet has written is read: 0 and 1 (Python 2's `pickle.dump`, strings as
 ``S'...'``), 2 to 5 (Python 3's).
 
@@ -24,8 +26,10 @@ stand for a tree exponentially larger than the file. An object is therefore meas
 as the tree it stands for, with every reference expanded (in time linear in the file:
 each shared part is counted once), and refused when that tree has more than
 `EXPANSION` values per byte of its pickle, or refers to itself: whatever reads the spec
-afterwards works in time and memory proportional to the file. Writing emits the same opcodes by hand (protocol 2, no memo), so that
-DyNet's `pickle.load` reads them.
+afterwards works in time and memory proportional to the file.
+
+Writing emits the same opcodes by hand (protocol 2, no memo), so that DyNet's
+`pickle.load` reads them.
 """
 import io
 import pickletools
