@@ -10,6 +10,7 @@ parameters changed). Two ways of interrupting:
   call's duration, as a real Ctrl-C would arrive (it lands in the few microseconds
   between two parameters' assignments too rarely to be the regression test: the trace
   is; this one checks the real signal path)."""
+import gc
 import random
 import signal
 import sys
@@ -71,7 +72,11 @@ class _Interrupt:
 
 
 def run_traced(fn, k=None):
+    """(whether fn was interrupted, its events). The garbage collector is off meanwhile:
+    its callbacks (hypothesis installs one) are Python code too, whose exceptions are
+    ignored, and they would make the count differ from call to call."""
     tracer = _Interrupt(k)
+    gc.disable()
     sys.settrace(tracer)
     try:
         fn()
@@ -80,6 +85,7 @@ def run_traced(fn, k=None):
         return True, tracer.count
     finally:
         sys.settrace(None)
+        gc.enable()
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -151,4 +157,6 @@ def test_a_timer_interrupt_during_populate_is_all_or_nothing(tmp_path, alarm, fm
             interrupted += 1
         alarm(0)
         assert_all_or_nothing(pc, f"run {run}")
-    assert interrupted == 50
+    # (a signal whose handler runs inside a garbage collector's callback is ignored
+    # there: such a run completes, which is allowed)
+    assert interrupted >= 45
