@@ -6,8 +6,8 @@ step of a repository program's data recipe to its scratch copy: cut the reposito
 data down to a few records (`head`), fill in a file the stored snapshot lacks from
 another one (`head_as`, `short_trees`), write a synthetic CoNLL-U treebank (`conllu`) or tagged corpus (`tagged`),
 put a bracket scorer where a program calls EVALB's binary (`evalb`), or save a notebook's
-code cells as one program (`notebook`), convert Python 2 source with 2to3 (`2to3`: the
-same converted code then runs under both libraries). Every maker is deterministic given the rng."""
+code cells as one program (`notebook`), convert Python 2 source with 2to3 (`2to3`, and
+`replace` for what 2to3 leaves: the same converted code then runs under both libraries). Every maker is deterministic given the rng."""
 import json
 import os
 import random
@@ -233,6 +233,13 @@ def prepare(op, d, rng):
     elif kind == "2to3":                   # (dir): Python 2 source made Python 3 (lib2to3)
         subprocess.run([sys.executable, "-W", "ignore", "-m", "lib2to3", "-w", "-n", "-j", "1",
                         p(args[0])], check=True, capture_output=True)
+    elif kind == "replace":                # (path, old, new): a Python 2 idiom 2to3 leaves
+        with open(p(args[0]), encoding="utf-8") as f:   # (pickle in a text-mode file)
+            text = f.read()
+        if args[1] not in text:
+            raise ValueError("%s: %r not found" % (args[0], args[1]))
+        with open(p(args[0]), "w", encoding="utf-8") as f:
+            f.write(text.replace(args[1], args[2]))
     elif kind == "notebook":               # (ipynb, py)
         with open(p(args[1]), "w", encoding="utf-8") as f:
             f.write(notebook_source(p(args[0])))

@@ -44,9 +44,14 @@ SPAN_ARGS = ["--train-path", "data/train.small", "--dev-path", "data/dev.small",
              "--word-embedding-dim", "32", "--tag-embedding-dim", "16"]
 
 CONLL_DATA = [("conllu", "data/train.conllu", 60), ("conllu", "data/dev.conllu", 15)]
-# bist-parser is Python 2 (print statements, xrange): 2to3 converts the copy, for both runs.
+# bist-parser is Python 2 (print statements, xrange): 2to3 converts the copy, for both runs,
+# and its pickled parameters file is opened in binary mode (Python 3's pickle writes bytes).
 BIST_DATA = CONLL_DATA + [("2to3", "."), ("mkdir", "bmstparser/src/out"),
-                          ("mkdir", "barchybrid/src/out")]
+                          ("mkdir", "barchybrid/src/out")] + [
+    ("replace", "%s/src/parser.py" % _p, "options.params), 'w')", "options.params), 'wb')")
+    for _p in ("bmstparser", "barchybrid")] + [
+    ("replace", "%s/src/parser.py" % _p, "open(options.params, 'r')", "open(options.params, 'rb')")
+    for _p in ("bmstparser", "barchybrid")]
 BIST_ARGS = ["--train", "../../data/train.conllu", "--dev", "../../data/dev.conllu",
              "--epochs", "1", "--outdir", "out", "--lstmdims", "32", "--wembedding", "32",
              "--hidden", "32"]
@@ -54,7 +59,9 @@ UU_ARGS = ["--trainfile", "data/train.conllu", "--devfile", "data/dev.conllu",
            "--outdir", "out", "--epochs", "2", "--lstm-output-size", "32",
            "--word-emb-size", "32", "--char-emb-size", "12"]
 
-# label: dict(repo, cwd (inside the copy), argv (the program first), data, limit seconds).
+# label: dict(repo, cwd (inside the copy), argv (the program first), data, limit seconds
+# per command, then: commands run afterwards in the same copy, e.g. parsing with the saved
+# model).
 # A limit stops a run that has not finished: it counts as running if it printed progress
 # and no error (see dynet_programs.status).
 P = {}
@@ -104,17 +111,23 @@ P["bilstm-aux structbilty.py"] = dict(
 
 P["bist-parser bmstparser"] = dict(
     repo="bist-parser", cwd="bmstparser/src", argv=["parser.py"] + BIST_ARGS,
+    then=[["parser.py", "--predict", "--outdir", "out", "--test", "../../data/dev.conllu",
+           "--params", "out/params.pickle", "--model", "out/neuralfirstorder.model1"]],
     data=BIST_DATA, limit=60)
 P["bist-parser barchybrid"] = dict(
-    repo="bist-parser", cwd="barchybrid/src", argv=["parser.py"] + BIST_ARGS + ["--k", "2"],
+    repo="bist-parser", cwd="barchybrid/src", argv=["parser.py"] + BIST_ARGS + ["--k", "2", "--userlmost", "--usehead"],
+    then=[["parser.py", "--predict", "--outdir", "out", "--test", "../../data/dev.conllu",
+           "--params", "out/params.pickle", "--model", "out/barchybrid.model1"]],
     data=BIST_DATA, limit=60)
 
+UU_PREDICT = ["-m", "uuparser.parser", "--predict", "--outdir", "out", "--testfile",
+              "data/dev.conllu"]
 P["uuparser transition-based"] = dict(
-    repo="uuparser", cwd=".", argv=["-m", "uuparser.parser"] + UU_ARGS,
+    repo="uuparser", cwd=".", argv=["-m", "uuparser.parser"] + UU_ARGS, then=[UU_PREDICT],
     data=CONLL_DATA, limit=60)
 P["uuparser graph-based"] = dict(
     repo="uuparser", cwd=".", argv=["-m", "uuparser.parser", "--graph-based"] + UU_ARGS,
-    data=CONLL_DATA, limit=60)
+    then=[UU_PREDICT + ["--graph-based"]], data=CONLL_DATA, limit=60)
 
 # xnmt's unit tests: the suite run by pytest, each test's outcome compared.
 P["xnmt unit tests"] = dict(

@@ -254,12 +254,20 @@ def run_repo(sources, name, python, autobatch, seed, scale=1.0, site=()):
             prepare(op, copy, rng)
         if autobatch:
             rewrite_tree(copy)
-        cmd = [python] + spec["argv"]
         junit = os.path.join(work, "junit.xml")
-        if spec.get("suite"):
-            cmd += ["--junitxml", junit]
-        res = _result(*_execute(cmd, os.path.join(copy, spec["cwd"]),
-                                _env(autobatch, site), spec["limit"] * scale))
+        cmds = [spec["argv"] + (["--junitxml", junit] if spec.get("suite") else [])]
+        # then: the commands run after the first in the same copy (parse with the model
+        # the first one saved); the first failure stops the sequence
+        out, err, seconds = [], [], 0.0
+        for argv in cmds + spec.get("then", []):
+            rc, o, e, t = _execute([python] + argv, os.path.join(copy, spec["cwd"]),
+                                   _env(autobatch, site), spec["limit"] * scale)
+            out.append(o)
+            err.append(e)
+            seconds += t
+            if rc != 0:
+                break
+        res = _result(rc, "".join(out), "".join(err), seconds)
         if spec.get("suite"):
             res["tests"] = read_junit(junit)
     finally:

@@ -242,8 +242,13 @@ def test_data_tagged_notebook_and_mkdir(tmp_path):
 
 def test_data_2to3_makes_python_2_source_run(tmp_path):
     d = _data()
-    (tmp_path / "old.py").write_text("for i in xrange(2):\n    print 'n', i\n")
+    (tmp_path / "old.py").write_text("import pickle\nfor i in xrange(2):\n    print 'n', i\n"
+                                     "with open('p', 'w') as f:\n    pickle.dump(1, f)\n")
     d.prepare(("2to3", "."), str(tmp_path), random.Random(0))
+    d.prepare(("replace", "old.py", "open('p', 'w')", "open('p', 'wb')"), str(tmp_path),
+              random.Random(0))
+    with pytest.raises(ValueError):
+        d.prepare(("replace", "old.py", "no such text", ""), str(tmp_path), random.Random(0))
     out = subprocess.run([sys.executable, "old.py"], cwd=tmp_path, capture_output=True,
                          text=True, check=True).stdout
     assert out == "n 0\nn 1\n"
@@ -327,12 +332,18 @@ def test_runner_runs_a_repository_program_with_its_recipe(tmp_path, monkeypatch)
         "rows = [l.split('\\t') for l in open(sys.argv[1]).read().split('\\n') if l]\n"
         "for _ in range(3):\n    for i, (w, tag) in enumerate(rows):\n"
         "        v = step(m, p, t, [1.0, float(i % 3)])\n    print('loss: %.4f' % v)\n")
+    (src / "predict.py").write_text(
+        "import sys\nimport dynet as dy\nm = dy.ParameterCollection()\n"
+        "(p,) = dy.load('out/model', m)\nprint('loss: %.4f' % float(sys.argv[1]))\n")
+    (src / "train.py").write_text((src / "train.py").read_text() + "dy.save('out/model', [p])\n")
     monkeypatch.setitem(r.REPO_PROGRAMS, "toy", dict(
         repo="toyrepo", cwd=".", argv=["train.py", "data/t.tsv"],
-        data=[("tagged", "data/t.tsv", 4)], limit=120))
+        then=[["predict.py", "0.125"], ["predict.py", "not a number"], ["predict.py", "9"]],
+        data=[("tagged", "data/t.tsv", 4), ("mkdir", "out")], limit=120))
     res = r.run_repo(str(tmp_path / "src"), "toy", sys.executable, True, 1)
-    assert r.status(res) == "runs", res
-    assert res["reports"] == 3 and res["last"] < res["first"]
+    # train, then the first predict (which loads what train saved), then the failing one
+    assert r.status(res) == "fails" and res["error"].startswith("ValueError"), res
+    assert res["reports"] == 4 and res["last"] == 0.125 and res["losses"][2] < res["first"]
     assert not (src / "data").exists()  # the recipe ran in a scratch copy
     assert "import dynet as dy" in (src / "lib" / "model.py").read_text()
 
@@ -365,12 +376,13 @@ def test_runner_selects_programs_by_name_or_pattern():
 def test_program_list_names_its_sources_and_known_steps():
     r = _runner()
     known = {"head", "head_as", "short_trees", "conllu", "tagged", "mkdir", "evalb",
-             "notebook", "2to3"}
+             "notebook", "2to3", "replace"}
     for repo, commit in r.SOURCES.values():
         assert re.fullmatch(r"[\w.-]+/[\w.-]+", repo) and re.fullmatch(r"[0-9a-f]{40}", commit)
     for name, spec in r.REPO_PROGRAMS.items():
         assert spec["repo"] in r.SOURCES, name
         assert spec["argv"] and spec["limit"] > 0, name
+        assert all(argv for argv in spec.get("then", [])), name
         assert all(step[0] in known for step in spec["data"]), name
 
 
