@@ -52,6 +52,10 @@ cdef void run_kernel(const OpDef* op, Batch* b, bint backward) noexcept nogil:
     record allows it and the batch is large enough to gain."""
     cdef Split s
     cdef int c
+    if NODE(b, 0).size == 0:
+        # empty values (a dimension of 0; the nodes of a batch share their shape): no
+        # output to compute, and no output gradient, so no gradient to pass back
+        return
     # the work of a node: its own elements, or its first argument's where those are
     # more (a loss over a column of logits)
     cdef int per_node = max(NODE(b, 0).size, ARG(b, 0, 0).size if NODE(b, 0).nargs else 0)

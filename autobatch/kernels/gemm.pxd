@@ -13,13 +13,16 @@ cdef inline void gemm_serial(char ta, char tb, int m, int n, int k, float alpha,
                              float* C, int ldc) noexcept nogil:
     """Column-major C = alpha op(A) op(B) + beta C. One column goes to gemv and a
     rank-1 update to ger: sgemm would pack the whole of A for them on every call."""
-    cdef int i, one = 1, inc
+    cdef int i, j, one = 1, inc
     if m == 0 or n == 0:
         return
-    if k == 0:
-        if beta == 0.0:
-            for i in range(n):
+    if k == 0:          # an empty inner dimension: the product is 0, C = beta C
+        for i in range(n):
+            if beta == 0.0:
                 memset(C + i * ldc, 0, m * sizeof(float))
+            elif beta != 1.0:
+                for j in range(m):
+                    C[i * ldc + j] *= beta
         return
     if n == 1:
         inc = 1 if tb == b'N' else ldb
