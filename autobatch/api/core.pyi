@@ -17,12 +17,16 @@ from autobatch.engine.strategies import BuiltinStrategy
 # LookupParameters stands for its expression in the current graph
 _ExpressionLike: TypeAlias = Expression | Parameters | LookupParameters
 _Number: TypeAlias = int | float | np.number[Any]
-_Shape: TypeAlias = int | Sequence[int]            # a shape of 1 to 4 dimensions
+# a size: an int, or a float that is a whole number (48.0; 2.5 is a TypeError)
+_Size: TypeAlias = int | float | np.integer[Any] | np.floating[Any]
+_Shape: TypeAlias = _Size | Sequence[_Size]        # a shape of 1 to 4 dimensions
 _Index: TypeAlias = int | np.integer[Any]
 _FloatArray: TypeAlias = npt.NDArray[np.float32]
 _StrategyLike: TypeAlias = str | BuiltinStrategy | Any   # a name, or an object with select()
 
 ELEMENTWISE_FUNCTIONS: dict[str, Callable[..., Expression]]
+
+def size_argument(v: _Size, where: str, least: int = 0) -> int: ...
 
 class ComputationGraph(EngineGraph):
     @property

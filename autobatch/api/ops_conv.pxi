@@ -3,12 +3,12 @@
 # Included by api/core.pyx.
 
 cdef tuple _int_pair(object v, str op, str what):
-    """Two positive ints (a list or tuple), as DyNet's stride and ksize."""
+    """Two sizes of 1 or more (a list or tuple), as DyNet's stride and ksize."""
     try:
         a, b = v
     except (TypeError, ValueError):
         raise TypeError(f"{op}: {what} must be two ints, got {v!r}") from None
-    return _as_size(a, op), _as_size(b, op)
+    return _as_size(a, op, 1), _as_size(b, op, 1)
 
 
 cdef int _geometry_error(int code, str op, Node* x, object window) except -1:

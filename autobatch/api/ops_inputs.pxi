@@ -137,7 +137,8 @@ cdef Expression _leaf_from_flat(object flat, Shape shape, int settable=INPUT_FIX
     cdef int32_t i = _here().add_node(OP_INPUT, 0, NULL, shape, settable)
     cdef float* dst = _here().leaf_memory(i)
     cdef float[::1] src = flat
-    memcpy(dst, &src[0], _here().nodes[i].size * sizeof(float))
+    if src.shape[0]:            # (&src[0] of an empty view is out of bounds)
+        memcpy(dst, &src[0], _here().nodes[i].size * sizeof(float))
     return _wrap(i)
 
 
@@ -193,9 +194,8 @@ def inputTensor(arr, batched=False, device="", reusable_expr=False):
 
 
 cdef Expression _input(object a, Shape shape, int settable, str where):
-    """An input leaf holding the float32 array a (column-major), checked."""
-    if a.size == 0:
-        raise DimensionError(f"{where}: empty input of shape {a.shape}")
+    """An input leaf holding the float32 array a (column-major), checked. An empty a
+    (a dimension of 0) is an empty value, as in DyNet."""
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{where}: the input holds NaN or infinity")
     return _leaf_from_flat(np.ascontiguousarray(a.ravel(order="F")), shape, settable)
@@ -332,7 +332,7 @@ def constant(dim, float val, batch_size=1):
 
 
 cdef Expression _constant(object dim, float val, object batch_size, int settable):
-    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "constant"), "constant", settable)
+    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "constant", 1), "constant", settable)
     cdef float* p = _here().nodes[e.idx].val
     cdef int64_t k
     for k in range(_here().nodes[e.idx].size):
@@ -373,7 +373,7 @@ def random_normal(dim, float mean=0.0, float stddev=1.0, batch_size=1):
 
         eps = dy.random_normal((16,))       # the reparameterisation trick
     """
-    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "random_normal"), "random_normal")
+    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "random_normal", 1), "random_normal")
     cdef float* p = _here().nodes[e.idx].val
     cdef int64_t k
     for k in range(_here().nodes[e.idx].size):
@@ -390,7 +390,7 @@ def random_uniform(dim, float left, float right, batch_size=1):
 
         u = dy.random_uniform((10,), -0.1, 0.1)
     """
-    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "random_uniform"), "random_uniform")
+    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, "random_uniform", 1), "random_uniform")
     cdef float* p = _here().nodes[e.idx].val
     cdef int64_t k
     for k in range(_here().nodes[e.idx].size):

@@ -168,7 +168,7 @@ def kmh_ngram(x, v):
     the same v) run as one batch."""
     cdef Expression e = _as_expr(x)
     cdef Node* n = _check(e)
-    k = _as_index(v, "kmh_ngram")
+    k = _as_size(v, "kmh_ngram")
     if n.nd != 2 or not 1 <= k <= cols(n):
         raise DimensionError(f"kmh_ngram: needs a matrix with at least v={k} >= 1 columns, "
                              f"got {_dimstr(n)}")

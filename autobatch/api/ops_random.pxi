@@ -45,7 +45,7 @@ cdef Expression _random_leaf(object dim, object batch_size, str name, int kind, 
                              double c):
     """A leaf of random numbers from its node's stream: kind 0 Bernoulli (c with
     probability a, else 0), kind 1 Gumbel (location a, scale c)."""
-    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, name), name)
+    cdef Expression e = _filled_leaf(dim, _as_size(batch_size, name, 1), name)
     cdef ComputationGraph g = _here()
     cdef float* v = g.nodes[e.idx].val
     cdef uint64_t stream = node_stream(&g.rng, e.idx)

@@ -5,6 +5,8 @@
 
 cdef Expression _reduce(int op, Expression x):
     cdef Node* n = _check(x)
+    if op == OP_MEAN_ELEMS and n.size == 0:
+        _no_mean(OP_NAMES[op], n)
     return _wrap(_here().add_node(op, 1, &x.idx, _matrix_shape(OP_NAMES[op], 1, 1, n.bs)))
 
 
@@ -135,10 +137,20 @@ def sum_batches(Expression x):
     return _wrap(_here().add_node(OP_SUM_BATCHES, 1, &x.idx, _like(n, 1)))
 
 
+cdef int _no_mean(str name, Node* n) except -1:
+    # DyNet gives NaN (0 / 0); a clear error instead, as numpy warns
+    raise DimensionError(f"{name}: the mean of no elements (a value of shape {_dimstr(n)}) "
+                         f"is not defined")
+
+
 cdef Expression _extreme_dim(int op, Expression x, object d):
     cdef Node* n = _check(x)
     name = OP_NAMES[op]
     cdef int k = _dim_index(name, n, d)
+    if n.d[k] == 0:
+        # no element to take (DyNet returns -inf or +inf; numpy refuses)
+        raise DimensionError(f"{name}: dimension {k} of {_dimstr(n)} is empty: it has no "
+                             f"{'largest' if op == OP_MAX_DIM else 'smallest'} element")
     cdef Attrs at = _axis_attr(k)
     return _wrap(_here().add_node(op, 1, &x.idx, _without_dims(name, n, 1 << k, n.bs), 0, &at))
 
@@ -186,13 +198,13 @@ cdef Expression _sum_dims(int op, Expression x, object d, object b, object n):
         mask |= 1 << MAX_DIMS
     if mask == 0:
         raise DimensionError(f"{name}: nothing to reduce: give dimensions in d or b=True")
-    n = _as_index(n, name)
-    if n < 0:
-        raise ValueError(f"{name}: n must be >= 0, got {n}")
+    n = _as_size(n, name + ": n")
     cdef int64_t count = node.bs if b else 1
     for a in range(node.nd):
         if mask & (1 << a):
             count *= node.d[a]
+    if op == OP_MEAN_DIM and count == 0 and n == 0:
+        _no_mean(name, node)
     cdef Attrs at
     memset(&at, 0, sizeof(Attrs))
     at.reduce.mask = mask

@@ -117,7 +117,7 @@ def kmax_pooling(x, k, d=1):
     cdef Expression e = _as_expr(x)
     cdef Node* n = _check(e)
     cdef int dim = _dim_index("kmax_pooling", n, d)
-    k = _as_index(k, "kmax_pooling")
+    k = _as_size(k, "kmax_pooling")
     if not 1 <= k <= n.d[dim]:
         raise ValueError(f"kmax_pooling: k={k} must be in [1, {n.d[dim]}] (dimension {dim} of "
                          f"{_dimstr(n)})")
@@ -138,7 +138,7 @@ def fold_rows(x, nrows=2):
     dedicated kernel)."""
     cdef Expression e = _as_expr(x)
     cdef Node* n = _check(e)
-    k = _as_index(nrows, "fold_rows")
+    k = _as_size(nrows, "fold_rows")
     if n.nd > 2 or k < 1 or rows(n) % k != 0:
         raise DimensionError(f"fold_rows: {_dimstr(n)} is not a vector or matrix whose rows "
                              f"split into groups of nrows={k}")
@@ -150,7 +150,7 @@ def one_hot(d, idx, device=""):
     element b one-hot at idx[b]. An index outside [0, d) is an IndexError (DyNet
     returns zeros). An input, as in DyNet (no gradient)."""
     _cpu_only(device, "one_hot")
-    size = _as_size(d, "one_hot")
+    size = _as_size(d, "one_hot", 1)           # (no index fits in a size of 0)
     batched = not isinstance(idx, (int, np.integer))
     _shape_from("one_hot", size, 1)             # within a node's limits, before allocating
     idx = _index_values(idx if batched else [idx], size, "one_hot", "idx")

@@ -92,15 +92,15 @@ cdef Expression _std(Expression x, object d, bint b, object n, str name):
     """One std_dim node: sqrt(mean((x - mean)^2)) over the dimensions d (and the batch
     if b), both means dividing by n if n > 0, else by the number of elements."""
     d = _reduced_dims(name, x, d, b)
-    n = _as_index(n, name)
-    if n < 0:
-        raise ValueError(f"{name}: n must be >= 0, got {n}")
+    n = _as_size(n, name + ": n")
     cdef Node* node = _check(x)
     cdef int mask = 1 << MAX_DIMS if b else 0, a
     cdef int64_t count = node.bs if b else 1
     for a in d:
         mask |= 1 << a
         count *= node.d[a]
+    if count == 0 and n == 0:
+        _no_mean(name, node)
     cdef Attrs at
     memset(&at, 0, sizeof(Attrs))
     at.reduce.mask = mask

@@ -324,7 +324,7 @@ def reshape(Expression x, d, batch_size=1):
     of a (2,) x batch 3 merges the batch, reshape(x, (2,)) keeps it, and the masking
     idiom reshape(mask, (1,), batch_size=n) spreads a vector over a batch."""
     cdef Node* n = _check(x)
-    cdef int64_t bs = _as_size(batch_size, "reshape")
+    cdef int64_t bs = _as_size(batch_size, "reshape", 1)
     cdef Shape shape = _shape_from("reshape", d, 1)
     cdef int64_t per = elems_of(shape)
     if per * bs == n.size:

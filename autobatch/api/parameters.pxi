@@ -76,13 +76,11 @@ cdef inline bint _is_param(object e):
 
 
 cdef tuple _param_shape(object shape, str where, int max_dims):
-    """A user's parameter shape (an int or 1 to max_dims positive ints) as a tuple."""
+    """A user's parameter shape (an int or 1 to max_dims sizes, 0 or more) as a tuple."""
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     if not 1 <= len(shape) <= max_dims:
         raise DimensionError(f"{where}: shapes have 1 to {max_dims} dimensions, got {shape}")
-    for v in shape:
-        _as_size(v, where)
-    return tuple(int(v) for v in shape)
+    return tuple([_as_size(v, where) for v in shape])
 
 
 cdef class Parameters(Expression):
@@ -288,7 +286,7 @@ cdef class LookupParameters(Expression):
         self.gptr = _float_ptr(self._grad_flat)
         self._used_mask = np.zeros(self.n_rows, dtype=np.uint8)
         cdef uint8_t[::1] m = self._used_mask
-        self.used = &m[0]
+        self.used = &m[0] if self.n_rows else NULL     # (no rows: nothing to mark)
         self._name = name
         self._updated = True
         self._owner = owner
@@ -405,8 +403,8 @@ cdef class LookupParameters(Expression):
             return _wrap_in(g, self.cached_idx[k])
         cdef int32_t i = _alias_leaf(self, OP_PARAM, _shape_from("parameter", self.row_shape + (self.n_rows,), 1),
                                      self.vptr, self.gptr if k == 0 else NULL, 0, headroom)
-        if k == 0:      # a backward from here on marks every row used
-            g.add_row_mark(i, self.used, self.n_rows)
+        if k == 0 and self.n_rows:      # a backward from here on marks every row used
+            g.add_row_mark(i, self.used, self.n_rows)       # (whole=0 would read as one row)
         self.cached_idx[k] = i
         self.cached_version[k] = g.version_id
         return _wrap_in(g, i)

@@ -1,5 +1,7 @@
 # Shapes and attributes of new nodes: every node's shape goes through _checked_shape
-# (sizes are Python ints checked in 64 bits, so nothing wraps around or is truncated).
+# (sizes are Python ints checked in 64 bits, so nothing wraps around or is truncated),
+# and every size a user passes (a shape's entries, a batch size, a builder's dims)
+# through _as_size. A dimension may be 0, as in DyNet: an empty value has no elements.
 # Included by api/core.pyx; reads nodes only through the Node* it is given.
 
 cdef int64_t MAX_ELEMS = 2147483647     # floats in one node (its size is an int32)
@@ -20,8 +22,8 @@ cdef Shape _checked_shape(str op, int nd, const int64_t* d, int64_t bs) except *
     if bs < 1:
         raise DimensionError(f"{op}: batch size must be positive, got {bs}")
     for a in range(nd):
-        if d[a] < 1:
-            raise DimensionError(f"{op}: dimensions must be positive, got {_dims(nd, d)}")
+        if d[a] < 0:
+            raise DimensionError(f"{op}: dimensions must be 0 or more, got {_dims(nd, d)}")
         total *= d[a] if d[a] < MAX_ELEMS else MAX_ELEMS
         if total >= MAX_ELEMS:
             raise DimensionError(
@@ -61,10 +63,10 @@ cdef Shape _product_shape(str op, int64_t r, int64_t c, int x_nd, int64_t bs) ex
 
 
 cdef Shape _shape_from(str op, object dims, int64_t bs) except *:
-    """A shape from a user's tuple (or int): ints only, 1 to MAX_DIMS of them."""
+    """A shape from a user's tuple (or one size): 1 to MAX_DIMS sizes (_as_size)."""
     cdef int64_t d[4]
     cdef int a
-    if isinstance(dims, (int, np.integer)):
+    if isinstance(dims, (int, float, np.integer, np.floating)):
         dims = (dims,)
     try:
         dims = tuple(dims)
@@ -79,13 +81,37 @@ cdef Shape _shape_from(str op, object dims, int64_t bs) except *:
     return _checked_shape(op, len(dims), d, bs)
 
 
-cdef object _as_size(object v, str op):
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{op}: sizes must be ints, got {v!r}")
-    v = int(v)
-    if v < 1:
-        raise DimensionError(f"{op}: sizes must be positive, got {v}")
+cdef object _as_size(object v, str op, int least=0):
+    """A size the user gave, as an int >= least (0 for a dimension, 1 for a batch size or
+    a count of layers). A float that is a whole number (48.0) is taken: code written for
+    DyNet computes sizes with / (DyNet truncates any float). Any other float (2.5, nan)
+    or a bool is a TypeError: truncating silently would hide a wrong size."""
+    if type(v) is not int:
+        v = _whole_number(v, op)
+    if v < least:
+        raise DimensionError(f"{op}: sizes must be {least} or more, got {v}")
     return v
+
+
+cdef object _whole_number(object v, str op):
+    # (apart from _as_size, whose common case, an int, stays a type test and a comparison)
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{op}: sizes must be ints, got {v!r}")
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return int(v)
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        raise TypeError(f"{op}: sizes must be whole numbers, got {v!r} (not truncated)")
+    raise TypeError(f"{op}: sizes must be ints, got {v!r}")
+
+
+def size_argument(v, where, least=0):
+    """_as_size for the layers above the API (parameter collections, builders), so that
+    every size in the library follows one rule."""
+    return _as_size(v, where, least)
 
 
 cdef inline Shape _like(Node* n, int32_t bs) noexcept:

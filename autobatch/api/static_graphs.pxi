@@ -54,7 +54,8 @@ cdef int _set_input(ComputationGraph g, int32_t i, object values) except -1:
     if not np.all(np.isfinite(a)):
         raise ValueError("set(): the values hold NaN or infinity")
     cdef float[::1] src = a
-    memcpy(n.val, &src[0], n.size * sizeof(float))
+    if n.size:                  # (&src[0] of an empty view is out of bounds)
+        memcpy(n.val, &src[0], n.size * sizeof(float))
     return 0
 
 

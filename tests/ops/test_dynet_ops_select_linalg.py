@@ -100,7 +100,7 @@ def _mat(r=3, c=4):
     (lambda: dy.fold_rows(dy.inputTensor(np.ones((4, 2, 2)))), dy.DimensionError, "nrows"),
     (lambda: dy.fold_rows(_mat(4, 2), 0), dy.DimensionError, "nrows=0"),
     (lambda: dy.one_hot(4, 4), IndexError, "out of range"),
-    (lambda: dy.one_hot(0, 0), dy.DimensionError, "positive"),
+    (lambda: dy.one_hot(0, 0), dy.DimensionError, "1 or more"),
     (lambda: dy.one_hot(2**40, 0), dy.DimensionError, "larger than one node"),
     (lambda: dy.sparsemax(_mat()), dy.DimensionError, "vector"),
     (lambda: dy.constrained_softmax(_vec(4), _vec(3)), dy.DimensionError, "vector of 4"),
