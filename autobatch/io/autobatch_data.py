@@ -93,7 +93,7 @@ def _check_header(h, label, at):
         raise bad(f"unknown kind {kind!r}")
     if not isinstance(name, str) or len(name) > MAX_NAME or not NAME.fullmatch(name):
         raise bad(f"bad name {name!r:.100}")
-    if (not isinstance(shape, list) or not all(type(d) is int and d > 0 for d in shape)
+    if (not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape)
             or not (2 <= len(shape) <= 5 if kind == "lookup" else 1 <= len(shape) <= 4)):
         raise bad(f"bad shape {shape!r:.100} for a {kind}")
     if type(nbytes) is not int or nbytes != 4 * math.prod(shape):   # exact: no int64 wrap

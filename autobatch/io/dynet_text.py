@@ -83,7 +83,7 @@ def _floats(line, n, label, name):
 
 
 def _shape(kind, dims, label, name):
-    if any(d == 0 for d in dims) or any(d >= 2 ** 31 for d in dims):
+    if any(d >= 2 ** 31 for d in dims):         # (a dimension of 0: an empty tensor, as DyNet writes)
         raise _error(f"{label}: bad dimensions {dims} for {name}")
     if kind == "param":
         if len(dims) > 4:

@@ -7,7 +7,7 @@ fused node per gate activation, cell update and hidden output (see `lstm_gates`)
 """
 from autobatch.api.core import (
     _vanilla_lstm_run, affine_transform, cmult, concatenate, layer_norm, logistic, lstm_cell,
-    lstm_gates, lstm_hidden, tanh, zeros,
+    lstm_gates, lstm_hidden, size_argument, tanh, zeros,
 )
 from autobatch.io.registry import register_savable
 from autobatch.model.rnn_base import (  # noqa: F401 (RNNState, StackedRNNState re-exported)
@@ -186,8 +186,9 @@ class BiRNNBuilder:
             self._pc = self.builder_layers[0][0].param_collection()
             self._spec = None
             return
-        if num_layers < 1:
-            raise ValueError("num_layers must be positive")
+        num_layers = size_argument(num_layers, "BiRNNBuilder: num_layers", 1)
+        input_dim = size_argument(input_dim, "BiRNNBuilder: input_dim")
+        hidden_dim = size_argument(hidden_dim, "BiRNNBuilder: hidden_dim", 2)
         if hidden_dim % 2:
             raise ValueError(f"BiRNNBuilder: hidden_dim must be even, got {hidden_dim}")
         half = hidden_dim // 2
@@ -277,7 +278,8 @@ class TreeLSTMBuilder:
     """
 
     def __init__(self, input_dim, hidden_dim, model, forget_bias=0.0):
-        self.input_dim, self.hidden_dim = int(input_dim), int(hidden_dim)
+        self.input_dim = size_argument(input_dim, "TreeLSTMBuilder: input_dim")
+        self.hidden_dim = size_argument(hidden_dim, "TreeLSTMBuilder: hidden_dim", 1)
         self.forget_bias = float(forget_bias)
         H = self.hidden_dim
         self._pc = model.add_subcollection("tree-lstm-builder")

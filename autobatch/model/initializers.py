@@ -45,6 +45,8 @@ class GlorotInitializer(PyInitializer):
         self.gain = float(gain)
 
     def __call__(self, shape, rng, lookup=False):
+        if 0 in tuple(shape):       # an empty tensor: no values, no scale to compute
+            return np.zeros(shape, dtype=np.float32)
         dims = tuple(shape[1:]) + (shape[0],) if lookup else tuple(shape)
         dims = dims[:-1] if self.is_lookup else dims
         if sum(dims) <= 0:
@@ -166,7 +168,7 @@ def resolve_initializer(init, shape, scale=1.0, mean=0.0, std=1.0, lookup=False)
             "saxe": SaxeInitializer,
             "uniform": lambda: UniformInitializer(scale),
             "normal": lambda: NormalInitializer(mean, std * std),
-            "he": lambda: NormalInitializer(0, 1.0 / (2 * shape[-1])),
+            "he": lambda: NormalInitializer(0, 1.0 / (2 * max(shape[-1], 1))),   # (0: empty)
         }
         if init not in named:
             raise ValueError(f"unknown initializer {init!r}; expected one of {sorted(named)}")

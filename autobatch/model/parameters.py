@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from autobatch.api.core import LookupParameters, Parameters
+from autobatch.api.core import LookupParameters, Parameters, size_argument
 from autobatch.errors import ModelFileError
 from autobatch.io import parameter_files
 from autobatch.model import update_rules
@@ -46,22 +46,13 @@ class _Registry:
         self.load_budget -= n
 
 
-def _is_int(v):
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
 def _int_shape(dim, where):
-    """A shape of ints from an int or a sequence of them: a float (3.0, 2.5) or a bool
-    is a TypeError, never truncated."""
-    dims = (dim,) if _is_int(dim) else dim
-    try:
-        dims = tuple(dims)
-    except TypeError:
-        raise TypeError(f"{where}: a shape is an int or a tuple of ints, got {dim!r}") from None
-    for d in dims:
-        if not _is_int(d):
-            raise TypeError(f"{where}: sizes must be ints, got {d!r} in {dim!r}")
-    return tuple(int(d) for d in dims)
+    """A shape from a size or a sequence of sizes, each checked by the API's size rule
+    (size_argument: an int >= 0, or a float that is a whole number; 2.5 or a bool is a
+    TypeError, never truncated)."""
+    if isinstance(dim, str) or not hasattr(dim, "__iter__"):
+        return (size_argument(dim, where),)          # one size (or an error saying why not)
+    return tuple([size_argument(d, where) for d in dim])
 
 
 def _cpu_only(device, where):

@@ -9,7 +9,7 @@ DyNet and by us use the same keys); `initial_state()` starts a sequence and ever
 import math
 
 from autobatch.api.core import (
-    Expression, cg_version, cmult, dropout, inputVector, ones, parameter, zeros,
+    Expression, cg_version, cmult, dropout, inputVector, ones, parameter, size_argument, zeros,
 )
 
 
@@ -173,9 +173,12 @@ class _RNNBuilder:
     _name = "rnn-builder"
 
     def __init__(self, layers, input_dim, hidden_dim, model):
-        if layers < 1 or input_dim < 1 or hidden_dim < 1:
-            raise ValueError("layers, input_dim and hidden_dim must be positive")
-        self.layers, self.input_dim, self.hidden_dim = int(layers), int(input_dim), int(hidden_dim)
+        where = type(self).__name__
+        # an input_dim of 0 is an empty input, as in DyNet (a switched-off feature); no
+        # layers or an empty state has no output (DyNet crashes on both)
+        self.layers = size_argument(layers, where + ": layers", 1)
+        self.input_dim = size_argument(input_dim, where + ": input_dim")
+        self.hidden_dim = size_argument(hidden_dim, where + ": hidden_dim", 1)
         self._pc = model.add_subcollection(self._name)
         # DyNet's names: unnamed parameters "_0", "_1", ... layer after layer
         self._params = []

@@ -8,7 +8,8 @@ import numpy as np
 from autobatch.settings import init_rng
 from autobatch.api.core import (
     affine_transform, concatenate, concatenate_to_batch, log_softmax, parameter,
-    pick, pick_batch_elem, pickneglogsoftmax, pickneglogsoftmax_batch, scalarInput, softmax,
+    pick, pick_batch_elem, pickneglogsoftmax, pickneglogsoftmax_batch, scalarInput, size_argument,
+    softmax,
 )
 
 
@@ -62,9 +63,9 @@ class StandardSoftmaxBuilder(SoftmaxBuilder):
     the subcollection "standard-softmax-builder"). `bias=False` drops b."""
 
     def __init__(self, rep_dim, num_labels, model, bias=True):
-        if int(rep_dim) < 1 or int(num_labels) < 1:
-            raise ValueError("StandardSoftmaxBuilder: rep_dim and num_labels must be positive")
-        self.rep_dim, self.num_labels, self.bias = int(rep_dim), int(num_labels), bool(bias)
+        self.rep_dim = size_argument(rep_dim, "StandardSoftmaxBuilder: rep_dim")
+        self.num_labels = size_argument(num_labels, "StandardSoftmaxBuilder: num_labels", 1)
+        self.bias = bool(bias)
         self._pc = model.add_subcollection("standard-softmax-builder")
         self.W = self._pc.add_parameters((self.num_labels, self.rep_dim))
         self.b = self._pc.add_parameters(self.num_labels, init=0.0) if self.bias else None
@@ -122,7 +123,7 @@ class ClassFactoredSoftmaxBuilder(SoftmaxBuilder):
     exactly, including its mix of log p(c) and p(w | c) and -10000 for ids of no class."""
 
     def __init__(self, rep_dim, cluster_file, word_dict, model, bias=True):
-        self.rep_dim, self.bias = int(rep_dim), bool(bias)
+        self.rep_dim, self.bias = size_argument(rep_dim, f"{type(self).__name__}: rep_dim"), bool(bias)
         self.class_names, self.class_words = read_cluster_file(cluster_file, word_dict)
         n_words = max(w for ws in self.class_words for w in ws) + 1
         self.word_class = np.full(n_words, -1, dtype=np.int64)

@@ -193,7 +193,7 @@ cdef class Slot:
             self.s[k] = _data(states[k])
         self.row_size, self.n_rows, self.used = self.n, 1, NULL
         if used_mask is not None:
-            if row_size <= 0 or self.n != row_size * used_mask.size:
+            if row_size < 0 or self.n != row_size * used_mask.size:   # (rows of 0: empty)
                 raise ValueError("a table's size must be its rows times the row size")
             self.row_size, self.n_rows = row_size, used_mask.size
             if self.n_rows:

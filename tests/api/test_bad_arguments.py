@@ -1,5 +1,5 @@
 """Bad arguments are refused with the error a user expects: a float where an int is
-required is a TypeError (never truncated), a NaN, infinite or out-of-range
+required is a TypeError (never truncated; a size may be a whole-number float), a NaN, infinite or out-of-range
 hyperparameter a ValueError; nothing is created by the call that failed."""
 import math
 
@@ -11,15 +11,17 @@ NAN, INF = math.nan, math.inf
 
 
 @pytest.mark.parametrize("make", [
-    lambda pc: pc.add_parameters((3.0, 2)),
+    lambda pc: pc.add_parameters((3.5, 2)),
     lambda pc: pc.add_parameters((True, 2)),
-    lambda pc: pc.add_parameters(2.0),
+    lambda pc: pc.add_parameters(2.5),
     lambda pc: pc.add_lookup_parameters((10, 2.5)),
-    lambda pc: pc.add_lookup_parameters(10.0),
-], ids=["float", "bool", "float-int", "lookup-float", "lookup-float-int"])
-def test_float_sizes_are_type_errors(make):
+    lambda pc: pc.add_lookup_parameters(10.5),
+    lambda pc: pc.add_parameters((NAN, 2)),
+], ids=["float", "bool", "float-scalar", "lookup-float", "lookup-float-scalar", "nan"])
+def test_sizes_that_are_not_whole_numbers_are_type_errors(make):
+    # (a float that is a whole number, 3.0, is a size: tests/api/test_size_arguments.py)
     pc = dy.ParameterCollection()
-    with pytest.raises(TypeError, match="int"):
+    with pytest.raises(TypeError, match="sizes must be (ints|whole numbers)"):
         make(pc)
     assert pc.parameters_list() == [] and pc.lookup_parameters_list() == []
 
