@@ -75,7 +75,8 @@ def lstm_hidden(Expression cell, Expression gates):
     """
     cdef Node* c = _check(cell)
     cdef Node* g = _check(gates)
-    if c.nd != 1 or g.nd != 1 or rows(g) % rows(c) != 0 or rows(g) // rows(c) < 3 or c.bs != g.bs:
+    if c.nd != 1 or g.nd != 1 or rows(c) == 0 or rows(g) % rows(c) != 0 or \
+            rows(g) // rows(c) < 3 or c.bs != g.bs:      # (an empty cell: no blocks to divide by)
         raise DimensionError(f"lstm_hidden: cell {_dimstr(c)} does not fit gates {_dimstr(g)}")
     cdef int32_t argv[2]
     argv[0] = cell.idx

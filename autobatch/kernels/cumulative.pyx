@@ -3,7 +3,7 @@
 the shape kept) and logsumexp_dim (DyNet's LogSumExpDimension, the dimension removed).
 A value is seen as (inner, L, outer) per batch element (along_dim): the L elements of
 a line are `inner` apart."""
-from libc.math cimport log
+from libc.math cimport INFINITY, log
 from libc.stdint cimport int32_t
 
 from autobatch.runtime.nodes cimport *
@@ -72,6 +72,9 @@ cdef void logsumexp_dim_fwd(Batch* b) noexcept nogil:
     for j in range(b.n):
         x = ARG(b, j, 0).val
         for g in range(count):
+            if L == 0:      # the log of an empty sum (x has no element to read)
+                NODE(b, j).val[g] = -INFINITY
+                continue
             at = line_start(g, inner, L)
             mx = x[at]
             for l in range(1, L):

@@ -2,8 +2,8 @@
 DyNet makes them when an optional part is switched off (a hidden layer of size 0, no
 external embeddings). They must be creatable, flow through products, sums,
 concatenation and reshapes with the right (empty or zero) values and gradients, batch
-like any other value, and never make a kernel read memory it does not own (CI runs this
-file under valgrind too). The reductions that need an element refuse clearly."""
+like any other value, and never make a kernel read memory it does not own (checked by
+running this file under valgrind). The reductions that need an element refuse clearly."""
 import numpy as np
 import pytest
 
@@ -138,6 +138,23 @@ def test_elementwise_ops_and_sums_of_empty_values():
     np.testing.assert_array_equal(dy.sum_dim(dy.zeros((0, 3)), [0]).npvalue(), np.zeros(3))
     np.testing.assert_array_equal(dy.logsumexp_dim(dy.zeros((0, 3)), 0).npvalue(),
                                   np.full(3, -np.inf))
+
+
+def test_logsumexp_over_an_empty_dimension_reads_nothing():
+    # an empty parameter has no memory at all (its pointer is NULL): the kernel must not
+    # read a first element to start its maximum from
+    W = dy.ParameterCollection().add_parameters((0, 3))
+    dy.renew_cg()
+    y = dy.logsumexp_dim(W, 0)
+    np.testing.assert_array_equal(y.npvalue(), np.full(3, -np.inf))
+    dy.sum_elems(dy.cmult(y, dy.zeros(3))).backward()
+    assert W.grad_as_array().shape == (0, 3)
+
+
+def test_the_fused_lstm_ops_refuse_an_empty_cell():
+    dy.renew_cg()
+    with pytest.raises(DimensionError, match="lstm_hidden"):
+        dy.lstm_hidden(dy.zeros(0), dy.zeros(3))
 
 
 @pytest.mark.parametrize("op", [

@@ -1,4 +1,5 @@
-"""Calls every public expression function of autobatch with generated bad arguments;
+"""Calls every public expression function of autobatch with generated bad arguments
+(and runs half of the expressions made, forward and backward);
 run by tests/api/test_fuzz_functions.py in a child process, so that a crash (a signal) is
 seen as one. Prints one line per unexpected exception type and, at the end, the
 number of calls."""
@@ -43,8 +44,21 @@ def values(rng, pc, stale):
         lambda: dy.inputTensor(np.ones((2, 3))), lambda: dy.inputVector([1.0, 2.0]),
         lambda: dy.inputTensor(np.ones((2, 2, 2, 2))), lambda: dy.zeros(1, batch_size=3),
         lambda: [dy.inputVector([1.0]), dy.zeros((2, 2))], lambda: object(),
+        # empty values (a dimension of 0), which DyNet allows
+        lambda: dy.zeros((0, 3)), lambda: dy.inputVector([]), lambda: dy.zeros((2, 0), batch_size=2),
+        lambda: pc.add_parameters((0, 2)), lambda: pc.add_lookup_parameters((3, 0)),
+        lambda: [dy.zeros(0), dy.inputVector([1.0])],
     ])
     return x()
+
+
+def compute(rng, result):
+    """Sometimes run what a call made, forward and backward: the kernels see the odd
+    shapes too (an empty value, a product with an empty inner dimension)."""
+    if not isinstance(result, dy.Expression) or rng.random() < 0.5:
+        return
+    result.npvalue()
+    dy.sum_elems(dy.sum_batches(result)).backward()
 
 
 def main(seconds, seed):
@@ -58,7 +72,7 @@ def main(seconds, seed):
         name, f = funcs[calls % len(funcs)]
         args = [values(rng, pc, stale) for _ in range(rng.randint(0, 4))]
         try:
-            f(*args)
+            compute(rng, f(*args))
         except ALLOWED:
             pass
         except Exception as e:          # a bare exception of another type: report it
