@@ -126,12 +126,20 @@ cdef inline float* elem_grad(Node* x, int e) noexcept nogil:
 cdef inline void gemv(char tr, int m, int n, float alpha, const float* A, const float* x,
                       float beta, float* y) noexcept nogil:
     """y = alpha op(A) x + beta y for the column-major m x n matrix A (lda = m)."""
-    cdef int one = 1
+    cdef int one = 1, i, inner = n if tr == b'N' else m, out = m if tr == b'N' else n
+    if inner == 0:      # an empty sum: y = beta y (BLAS returns at once, y unscaled)
+        for i in range(out):
+            y[i] = 0.0 if beta == 0.0 else beta * y[i]
+        return
+    if out == 0:
+        return
     sgemv(&tr, &m, &n, &alpha, <float*>A, &m, <float*>x, &one, &beta, y, &one)
 
 cdef inline void ger(int m, int n, float alpha, const float* x, const float* y, float* A) noexcept nogil:
     """A += alpha x y^T for the column-major m x n matrix A (lda = m)."""
     cdef int one = 1
+    if m == 0 or n == 0:    # nothing to add to (and BLAS refuses lda = 0)
+        return
     sger(&m, &n, &alpha, <float*>x, &one, <float*>y, &one, A, &m)
 
 cdef inline int descending(const void* a, const void* b) noexcept nogil:

@@ -24,11 +24,13 @@ cdef int lu_inverse(const float* a, int n, double* work, int* ipiv, float* inv,
     |det a| and its sign; with inv != NULL, a's inverse (NaN when a is singular).
     work holds 2 n^2 doubles. Returns LAPACK's info (> 0: singular)."""
     cdef int i, info = 0, lwork = n * n
+    logabs[0] = 0.0
+    sign[0] = 1
+    if n == 0:          # the empty matrix: det 1, its own inverse (LAPACK refuses n = 0's lda)
+        return 0
     for i in range(n * n):
         work[i] = a[i]
     dgetrf(&n, &n, work, &n, ipiv, &info)
-    logabs[0] = 0.0
-    sign[0] = 1
     for i in range(n):
         if ipiv[i] != i + 1:
             sign[0] = -sign[0]

@@ -140,6 +140,44 @@ def test_elementwise_ops_and_sums_of_empty_values():
                                   np.full(3, -np.inf))
 
 
+def _dirty_memory():
+    """Leave 7s in the graph's memory, where the next graph's values will be: a kernel
+    that does not write its output shows them."""
+    dy.renew_cg()
+    dy.tanh(dy.inputTensor(np.full((64, 64), 7.0)) * 2.0 + 5.0).forward()
+    dy.renew_cg()
+
+
+@pytest.mark.parametrize("op,expected", [
+    (lambda P: dy.logdet(P((0, 0))), [0.0]),                       # det of the empty matrix: 1
+    (lambda P: dy.trace_of_product(P((0, 0)), P((0, 0))), [0.0]),
+    (lambda P: dy.contract3d_1d(P((2, 3, 0)), P((0,))), np.zeros((2, 3))),
+    (lambda P: dy.contract3d_1d_1d(P((2, 3, 0)), P((0,)), P((3,))), np.zeros(2)),
+    (lambda P: dy.filter1d_narrow(P((2, 8)), P((2, 0))), np.zeros((1, 9))),
+    (lambda P: dy.filter1d_narrow(P((0, 8)), P((0, 3))), np.zeros((1, 6))),
+    (lambda P: dy.transpose(P((0, 4))) * P((0, 2)), np.zeros((4, 2))),
+    (lambda P: dy.sum_dim(P((0, 2)), [0]), np.zeros(2)),
+    (lambda P: dy.binary_log_loss(P((0,)), P((0,))), [0.0]),
+    (lambda P: dy.l1_distance(P((0,)), P((0,))), [0.0]),
+    (lambda P: dy.huber_distance(P((0,)), P((0,))), [0.0]),
+])
+def test_ops_of_empty_values_with_a_value_give_their_empty_sums(op, expected):
+    """Products, contractions, filters and losses over nothing are 0, written even where
+    the memory held something else, and their backward passes run (BLAS and LAPACK
+    refuse a leading dimension of 0, so these never reach them)."""
+    m = dy.ParameterCollection()
+    _dirty_memory()
+    y = op(lambda shape: m.add_parameters(shape, init=1.0))
+    np.testing.assert_array_equal(y.npvalue(), np.asarray(expected).reshape(y.npvalue().shape))
+    dy.sum_elems(y).backward()
+
+
+def test_inverse_of_the_empty_matrix():
+    m = dy.ParameterCollection()
+    dy.renew_cg()
+    assert dy.inverse(m.add_parameters((0, 0))).npvalue().shape == (0, 0)
+
+
 def test_logsumexp_over_an_empty_dimension_reads_nothing():
     # an empty parameter has no memory at all (its pointer is NULL): the kernel must not
     # read a first element to start its maximum from
