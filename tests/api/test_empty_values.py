@@ -28,6 +28,18 @@ def test_empty_inputs_have_their_shape(shape):
     assert dy.inputVector([]).value() == []
 
 
+def test_value_and_npvalue_of_empty_values_are_dynets():
+    # as dynet38 gives them: value() of a vector is a list, of a matrix an array
+    W = dy.ParameterCollection().add_parameters((0, 3))
+    dy.renew_cg()
+    assert dy.zeros(0).value() == []
+    assert dy.zeros(0, batch_size=2).value() == []
+    assert dy.zeros(0, batch_size=2).npvalue().shape == (0, 2)
+    for e in (dy.zeros((0, 3)), dy.parameter(W), W):
+        assert e.value().shape == (0, 3) and e.npvalue().shape == (0, 3)
+    assert dy.zeros((3, 0)).value().shape == (3, 0)
+
+
 def test_an_empty_batched_input_keeps_its_batch():
     dy.renew_cg()
     x = dy.inputTensor(np.zeros((0, 3)), batched=True)
