@@ -13,7 +13,7 @@ class SimpleRNNBuilder(_RNNBuilder): ...
 
 class VanillaLSTMBuilder(_RNNBuilder):
     forget_bias: float
-    def __init__(self, layers: int, input_dim: int, hidden_dim: int, model: ParameterCollection,
+    def __init__(self, layers: int | float, input_dim: int | float, hidden_dim: int | float, model: ParameterCollection,
                  ln_lstm: bool = False, forget_bias: float = 1.0) -> None: ...
     def set_dropouts(self, d: float, d_r: float) -> None: ...
 
@@ -24,7 +24,7 @@ class GRUBuilder(_RNNBuilder): ...
 
 class BiRNNBuilder:
     builder_layers: list[tuple[_RNNBuilder, _RNNBuilder]]
-    def __init__(self, num_layers: int, input_dim: int, hidden_dim: int, model: ParameterCollection,
+    def __init__(self, num_layers: int | float, input_dim: int | float, hidden_dim: int | float, model: ParameterCollection,
                  rnn_builder_factory: Callable[..., _RNNBuilder],
                  builder_layers: Iterable[tuple[_RNNBuilder, _RNNBuilder]] | None = None) -> None: ...
     @property
@@ -51,7 +51,7 @@ class TreeLSTMBuilder:
     b_leaf: Parameters
     U: Parameters
     b: Parameters
-    def __init__(self, input_dim: int, hidden_dim: int, model: ParameterCollection,
+    def __init__(self, input_dim: int | float, hidden_dim: int | float, model: ParameterCollection,
                  forget_bias: float = 0.0) -> None: ...
     @property
     def spec(self) -> _Spec: ...

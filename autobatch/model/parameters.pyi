@@ -6,7 +6,7 @@ import numpy.typing as npt
 
 from autobatch.api.core import LookupParameters, Parameters
 
-_Shape = int | Sequence[int]
+_Shape = int | float | Sequence[int | float]   # sizes: ints or whole-number floats
 # None (Glorot), a number, an initializer, an array, or a name ('glorot', 'normal', ...)
 _Init = Any
 

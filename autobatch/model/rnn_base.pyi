@@ -36,7 +36,7 @@ class _RNNBuilder:
     hidden_dim: int
     dropout_rate: float
     dropout_rate_h: float
-    def __init__(self, layers: int, input_dim: int, hidden_dim: int,
+    def __init__(self, layers: int | float, input_dim: int | float, hidden_dim: int | float,
                  model: ParameterCollection) -> None: ...
     @property
     def spec(self) -> _Spec: ...
