@@ -66,6 +66,21 @@ cdef object _as_index(object i, str name):
     return k
 
 
+cdef object _as_function_index(object i, str name):
+    """An index or a dimension's number given to an op function (pick, select_rows,
+    lookup, the d of sum_dim ...): an int, or a float that is a whole number, which DyNet
+    takes (it truncates any float: 2.0 is 2 here too, 2.5 is a TypeError). x[i] and its
+    slices keep _as_index: DyNet's x[2.0] refuses a float."""
+    if type(i) is int:
+        return i
+    if isinstance(i, (float, np.floating)):
+        if float(i).is_integer():
+            return int(i)
+        raise TypeError(f"{name}: index must be an int or a whole number, got {i!r} "
+                        f"(not truncated)")
+    return _as_index(i, name)
+
+
 def lookup(LookupParameters p not None, index, update=True):
     """Row ``index`` of a lookup table ``p`` as an expression (DyNet's
     ``dy.lookup(p, index=0, update=True)``).
@@ -83,7 +98,7 @@ def lookup(LookupParameters p not None, index, update=True):
 
         xs = [dy.lookup(E, w) for w in sentence]
     """
-    cdef long i = _as_index(index, "lookup")
+    cdef long i = _as_function_index(index, "lookup")
     p._row_check(i)
     cdef bint trained = update and p._updated
     cdef int32_t n = _alias_leaf(p, OP_LOOKUP, p.row_dims,
@@ -108,7 +123,7 @@ def lookup_batch(LookupParameters p not None, indices, update=True):
 
         x = dy.lookup_batch(E, [3, 1, 4])     # (dim,) x 3
     """
-    idx = [_as_index(i, "lookup_batch") for i in indices]
+    idx = [_as_function_index(i, "lookup_batch") for i in indices]
     if not idx:
         raise ValueError("lookup_batch: needs at least one index")
     for i in idx:

@@ -27,7 +27,7 @@ def poisson_loss(log_lambda, x):
     if elems(n) != 1:
         raise DimensionError(f"poisson_loss: log_lambda must have one element, got shape "
                              f"{_dimstr(n)}")
-    k = _as_index(x, "poisson_loss")
+    k = _as_function_index(x, "poisson_loss")
     if not 0 <= k < 16777216:
         raise ValueError(f"poisson_loss: x must be a count in [0, 2^24), got {k}")
     return _unary(OP_POISSON_LOSS, e, <float>k)
@@ -77,7 +77,7 @@ def hinge_dim(x, v, d=0, m=1.0):
         raise ValueError(f"hinge_dim: the margin m must be >= 0 (as DyNet's), got {m}")
     cdef Expression e = _as_expr(x)
     cdef Node* n = _check(e)
-    k = _as_index(d, "hinge_dim")
+    k = _as_function_index(d, "hinge_dim")
     if n.nd != 2 or k not in (0, 1):
         raise DimensionError(f"hinge_dim: needs a matrix and d = 0 or 1, got shape "
                              f"{_dimstr(n)} and d={k}")
@@ -90,7 +90,7 @@ def hinge_dim(x, v, d=0, m=1.0):
         per_batch = [per_batch] * bs
     idx = []
     for ids in per_batch:
-        ids = [_as_index(i, "hinge_dim") for i in ids]
+        ids = [_as_function_index(i, "hinge_dim") for i in ids]
         if len(ids) != lines:
             raise ValueError(f"hinge_dim: {len(ids)} indices for {lines} "
                              f"{'columns' if k == 0 else 'rows'} of {_dimstr(n)}")
@@ -105,7 +105,7 @@ cdef Expression _restricted_log_softmax(Expression x, object restrict):
     if n.nd > 2:
         raise DimensionError(f"log_softmax(restrict=...): needs a vector or a matrix, got "
                              f"{_dimstr(n)}")
-    rows_ = [_as_index(i, "log_softmax") for i in restrict]
+    rows_ = [_as_function_index(i, "log_softmax") for i in restrict]
     if not rows_:
         raise ValueError("log_softmax: restrict must list at least one row")
     if len(set(rows_)) != len(rows_):

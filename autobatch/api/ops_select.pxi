@@ -6,7 +6,7 @@ cdef list _index_values(object indices, int limit, str op, str what):
     """A non-empty list of ints in [0, limit)."""
     if isinstance(indices, (int, np.integer)) or not hasattr(indices, "__iter__"):
         raise TypeError(f"{op}: {what} must be a list of ints, got {type(indices).__name__}")
-    idx = [_as_index(i, op) for i in indices]
+    idx = [_as_function_index(i, op) for i in indices]
     if not idx:
         raise ValueError(f"{op}: {what} is empty (a value has no dimension of size 0)")
     for i in idx:
@@ -58,7 +58,7 @@ def pickrange(x, s, e, d=0):
 cdef list _int_list(object v, str op, str what, int most):
     if isinstance(v, (int, np.integer)) or not hasattr(v, "__iter__"):
         raise TypeError(f"{op}: {what} must be a list of ints, got {type(v).__name__}")
-    out = [_as_index(i, op) for i in v]
+    out = [_as_function_index(i, op) for i in v]
     if len(out) > most:
         raise DimensionError(f"{op}: {what} has {len(out)} entries; a value of this shape has "
                              f"{most - 1} dimensions and the batch")

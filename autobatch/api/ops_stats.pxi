@@ -26,7 +26,7 @@ def logsumexp_dim(x, d=0):
 
 
 cdef object _order(object r, str name):
-    r = _as_index(r, name)
+    r = _as_function_index(r, name)
     if r < 1:
         raise ValueError(f"{name}: the order r of a moment must be >= 1, got {r}")
     return r

@@ -35,7 +35,7 @@ def concatenate(xs, d=0):
     """Concatenate along dimension d. The arguments (padded with 1s) agree on every other
     dimension; the result has the first one's rank, or d + 1 if larger (DyNet's rule);
     a batch of 1 repeats over the others'."""
-    d = _as_index(d, "concatenate")
+    d = _as_function_index(d, "concatenate")
     if not 0 <= d < MAX_DIMS:
         raise DimensionError(f"concatenate: d={d} is not a dimension (0 to {MAX_DIMS - 1})")
     cdef int dd = d
@@ -86,13 +86,13 @@ cdef int32_t _index_list(object index, int* bs, int limit, str name) except -1:
     argument's batch size on entry, the result's on return: a list of indices for an
     unbatched argument makes a batch of that many, a single int is repeated."""
     if isinstance(index, (list, tuple, np.ndarray)):
-        idx = [_as_index(i, name) for i in index]
+        idx = [_as_function_index(i, name) for i in index]
         if bs[0] == 1:
             bs[0] = len(idx)
         if len(idx) != bs[0]:
             raise ValueError(f"{name}: {len(idx)} indices for a batch of {bs[0]}")
     else:
-        idx = [_as_index(index, name)] * bs[0]
+        idx = [_as_function_index(index, name)] * bs[0]
     for i in idx:
         if not 0 <= i < limit:
             raise IndexError(f"{name}: index {i} out of range [0, {limit})")
@@ -230,7 +230,7 @@ def pick_range(Expression x, s, e, d=0):
 
 cdef Expression _pick_range(Expression x, object s, object e, object d, int step):
     """Every step-th element of [s, e) along dimension d (x[s:e:step] along d)."""
-    s, e = _as_index(s, "pick_range"), _as_index(e, "pick_range")
+    s, e = _as_function_index(s, "pick_range"), _as_function_index(e, "pick_range")
     cdef Node* n = _check(x)
     cdef int k = _dim_index("pick_range", n, d)
     if not 0 <= s < e <= n.d[k]:
@@ -260,7 +260,7 @@ def pick_batch_elems(Expression x, vs):
         first_two = dy.pick_batch_elems(x, [0, 1])
     """
     cdef Node* n = _check(x)
-    idx = [_as_index(i, "pick_batch_elems") for i in vs]
+    idx = [_as_function_index(i, "pick_batch_elems") for i in vs]
     if not idx:
         raise ValueError("pick_batch_elems: needs at least one index")
     for i in idx:
@@ -299,7 +299,7 @@ def transpose(Expression x, dims=[1, 0]):
         scores = dy.transpose(H) * q       # H (d, n), q (d,) -> (n,)
     """
     cdef Node* n = _check(x)
-    perm = [_as_index(v, "transpose") for v in dims]
+    perm = [_as_function_index(v, "transpose") for v in dims]
     cdef int k, nd = len(perm)
     if not 1 <= nd <= MAX_DIMS or sorted(perm) != list(range(nd)):
         raise DimensionError(f"transpose: dims={list(dims)} is not a permutation of 0 .. "

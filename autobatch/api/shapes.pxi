@@ -145,7 +145,7 @@ cdef inline Attrs _axis_attr(int dim) noexcept:
 
 cdef int _dim_index(str op, Node* n, object d, str what="d") except -1:
     """A dimension of n: an int in [0, nd)."""
-    k = _as_index(d, op)
+    k = _as_function_index(d, op)
     if not 0 <= k < n.nd:
         raise DimensionError(f"{op}: {what}={k} is not a dimension of a value of shape "
                              f"{_dimstr(n)} (0 to {n.nd - 1})")

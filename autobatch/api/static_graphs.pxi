@@ -68,7 +68,7 @@ cdef LookupParameters _table_at(ComputationGraph g, float* values):
 
 
 cdef int _set_lookup(ComputationGraph g, int32_t i, object index) except -1:
-    cdef long row = _as_index(index, "set")
+    cdef long row = _as_function_index(index, "set")
     cdef Node* n = &g.nodes[i]
     cdef int size = elems(n)
     cdef LookupParameters p = _table_at(g, n.val - <int64_t>n.idata * size)
@@ -84,7 +84,7 @@ cdef int _set_lookup(ComputationGraph g, int32_t i, object index) except -1:
 cdef int _set_lookup_batch(ComputationGraph g, int32_t i, object indices) except -1:
     if _is_number(indices):
         raise TypeError("set() of a lookup_batch takes a list of indices, one per batch element")
-    rows = [_as_index(r, "set") for r in indices]
+    rows = [_as_function_index(r, "set") for r in indices]
     cdef Node* n = &g.nodes[i]
     cdef int k, at = n.idata, slot = g.ibuf[at]
     if len(rows) != n.bs:
@@ -108,11 +108,11 @@ cdef int _set_pick_index(Expression e, object index) except -1:
                         f"this expression is a {OP_NAMES[n.op]}")
     cdef int bs = n.bs, limit = g.nodes[g.args[n.args_at]].d[n.attr.axis.dim], k
     if isinstance(index, (list, tuple, np.ndarray)):
-        idx = [_as_index(i, "set_index") for i in index]
+        idx = [_as_function_index(i, "set_index") for i in index]
         if len(idx) != bs:
             raise ValueError(f"set_index(): {len(idx)} indices for a batch of {bs}")
     else:
-        idx = [_as_index(index, "set_index")] * bs
+        idx = [_as_function_index(index, "set_index")] * bs
     for i in idx:
         if not 0 <= i < limit:
             raise IndexError(f"set_index(): index {i} out of range [0, {limit})")

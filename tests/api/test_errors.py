@@ -90,7 +90,7 @@ ERRORS = {
     "slice_float": (lambda W, lp: x3()[0.5:2], TypeError, r"x\[a:b:s\]: index must be an int"),
     "lookup_float": (lambda W, lp: lp[1.5], TypeError, r"lookup: index must be an int"),
     "lookup_str": (lambda W, lp: dy.lookup(lp, "a"), TypeError, r"lookup"),
-    "lookup_batch_float": (lambda W, lp: lp.batch([0, 1.0]), TypeError, r"lookup_batch"),
+    "lookup_batch_float": (lambda W, lp: lp.batch([0, 1.5]), TypeError, r"lookup_batch"),
     "pnls_float": (lambda W, lp: dy.pickneglogsoftmax(x3(), 0.5), TypeError, r"pickneglogsoftmax"),
     "parameter_of_array": (lambda W, lp: dy.parameter(np.zeros(3)), TypeError, r"Parameters"),
     # values

@@ -1,7 +1,9 @@
 """Every size argument follows one rule (api/shapes.pxi's _as_size): an int, a numpy
 integer, or a float that is a whole number (48.0: code written for DyNet computes sizes
 with /, and DyNet truncates every float); any other float, NaN or a bool is a
-TypeError, never truncated. Indices are not sizes (tests/api/test_bad_arguments.py)."""
+TypeError, never truncated. The indices given to op functions, which DyNet also takes
+as floats, follow the same rule for floats (api/ops_inputs.pxi's _as_function_index);
+x[i] keeps ints only, as DyNet's does."""
 import numpy as np
 import pytest
 
@@ -84,3 +86,47 @@ def test_the_size_helper_for_the_layers_above():
     assert type(dy.api.core.size_argument(np.float32(48.0), "here")) is int
     with pytest.raises(dy.DimensionError, match="here: sizes must be 1 or more, got 0"):
         dy.api.core.size_argument(0.0, "here", 1)
+
+
+_lp = dy.ParameterCollection().add_lookup_parameters((5, 2))
+
+# (name, a call taking the index v = 2) for the op functions DyNet 2.2 gives a float
+INDEX_ARGUMENTS = [
+    ("pick", lambda v: dy.pick(_x(), v).npvalue().tolist()),
+    ("pick d", lambda v: dy.pick(_x(), 1, v - 1).npvalue().tolist()),
+    ("pick_batch", lambda v: dy.pick_batch(_x(), [v, 0]).npvalue().tolist()),
+    ("pick_range", lambda v: dy.pick_range(_x(), 0, v).npvalue().tolist()),
+    ("pick_batch_elem", lambda v: dy.pick_batch_elem(dy.zeros(2, batch_size=3), v).dim()),
+    ("pick_batch_elems", lambda v: dy.pick_batch_elems(dy.zeros(2, batch_size=3), [v]).dim()),
+    ("select_rows", lambda v: dy.select_rows(_x(), [v]).npvalue().tolist()),
+    ("select_cols", lambda v: dy.select_cols(_x(), [v]).npvalue().tolist()),
+    ("lookup", lambda v: dy.lookup(_lp, v).npvalue().tolist()),
+    ("lp[i]", lambda v: _lp[v].npvalue().tolist()),
+    ("lookup_batch", lambda v: dy.lookup_batch(_lp, [v, 1]).npvalue().tolist()),
+    ("sum_dim d", lambda v: dy.sum_dim(_x(), [v - 1]).npvalue().tolist()),
+    ("max_dim d", lambda v: dy.max_dim(_x(), v - 1).npvalue().tolist()),
+    ("concatenate d", lambda v: dy.concatenate([_x(), _x()], d=v).dim()),
+    ("transpose", lambda v: dy.transpose(dy.zeros((2, 3, 4)), [v, 0, 1]).dim()),
+    ("softmax d", lambda v: dy.softmax(_x(), v - 1).npvalue().tolist()),
+    ("pickneglogsoftmax", lambda v: dy.pickneglogsoftmax(dy.inputVector([1.0, 2, 3]), v).value()),
+    ("hinge", lambda v: dy.hinge(dy.inputVector([1.0, 2, 3]), v).value()),
+    ("log_softmax restrict", lambda v: dy.log_softmax(dy.inputVector([1.0, 2, 3]), [v, 0]).npvalue().tolist()),
+]
+
+
+@pytest.mark.parametrize("name,call", INDEX_ARGUMENTS, ids=[n for n, _ in INDEX_ARGUMENTS])
+def test_an_op_function_takes_a_whole_number_float_index(name, call):
+    dy.renew_cg()
+    expected = call(2)
+    for v in (2.0, np.float32(2.0), np.int64(2)):
+        dy.renew_cg()
+        assert call(v) == expected, (name, v)
+    dy.renew_cg()
+    with pytest.raises(TypeError, match="whole number"):
+        call(2.5)
+
+
+def test_x_of_i_keeps_int_indices_as_dynet():
+    dy.renew_cg()
+    with pytest.raises(TypeError, match="index must be an int"):
+        _x()[2.0]
