@@ -17,6 +17,30 @@ cdef inline Node* _check_in(ComputationGraph g, Expression e) except NULL:
     return &g.nodes[e.idx]
 
 
+# Indices, not pointers, across appends. Appending a node (any op, an input, a
+# Parameters' first use in a graph) may move the node array, so a Node* is valid only
+# until the next append: check every argument first (_check_args), then take the
+# pointers (_node), read what is needed, and after an append re-fetch by index
+# (_node(g, e) or &g.nodes[e.idx]). AUTOBATCH_DEBUG_MOVE_ARRAYS=1 moves the array on
+# every append, so that a pointer kept across one reads garbage (docs/architecture.md).
+
+cdef inline Node* _node(ComputationGraph g, Expression e) noexcept:
+    """e's node, for an e already checked in g (_check_in, _check_args): valid until the
+    next append to g."""
+    return &g.nodes[e.idx]
+
+
+cdef int _check_args(ComputationGraph g, Expression a, Expression b,
+                     Expression c=None) except -1:
+    """_check_in of each argument of an op before the op takes any Node*: checking a
+    Parameters appends its node, which may move the nodes of the arguments before it."""
+    _check_in(g, a)
+    _check_in(g, b)
+    if c is not None:
+        _check_in(g, c)
+    return 0
+
+
 cdef int _compute(int32_t idx, bint recalculate) except -1:
     if recalculate:
         _here().invalidate()
@@ -284,8 +308,9 @@ cdef Expression _mul(object x, object y):
         return _unary(OP_MUL_CONST, _as_expr(y), x)
     cdef Expression a = _as_expr(x), b = _as_expr(y)
     cdef ComputationGraph g = _here()
-    cdef Node* na = _check_in(g, a)
-    cdef Node* nb = _check_in(g, b)
+    _check_args(g, a, b)   # before any Node*: see _check_args
+    cdef Node* na = _node(g, a)
+    cdef Node* nb = _node(g, b)
     if cols(na) == rows(nb) or (elems(na) != 1 and elems(nb) != 1):
         return _matmul(a, b)
     return _binary(OP_CMULT, a, b)      # a scalar times an expression
@@ -337,8 +362,9 @@ cdef Shape _broadcast_shape(int op, Node* a, Node* b) except *:
 cdef Expression _binary(int op, Expression x, Expression y):
     """An elementwise op of two arguments, broadcast as DyNet does."""
     cdef ComputationGraph g = _here()
-    cdef Node* a = _check_in(g, x)
-    cdef Node* b = _check_in(g, y)
+    _check_args(g, x, y)   # before any Node*: see _check_args
+    cdef Node* a = _node(g, x)
+    cdef Node* b = _node(g, y)
     cdef Shape shape = _broadcast_shape(op, a, b)
     cdef int32_t argv[2]
     argv[0] = x.idx
@@ -348,8 +374,9 @@ cdef Expression _binary(int op, Expression x, Expression y):
 
 cdef Expression _matmul(Expression x, Expression y):
     cdef ComputationGraph g = _here()
-    cdef Node* a = _check_in(g, x)
-    cdef Node* b = _check_in(g, y)
+    _check_args(g, x, y)   # before any Node*: see _check_args
+    cdef Node* a = _node(g, x)
+    cdef Node* b = _node(g, y)
     if cols(a) != rows(b) or a.nd > 2 or b.nd > 2:
         raise DimensionError(f"matmul: cannot multiply {_dimstr(a)} by {_dimstr(b)}")
     cdef int bs = _bs2("matmul", a, b)

@@ -14,19 +14,23 @@ cdef Expression _getitem(Expression x, object index):
     if len(entries) > n.nd + 1:
         raise IndexError(f"{len(entries)} indices for an expression of {n.nd} dimension(s) "
                          f"(and the batch): {_dimstr(n)}")
-    sizes = [n.d[k] for k in range(n.nd)] + [n.bs]
+    # x's sizes copied out: the slices and picks below append nodes, which may move the
+    # node array under n (indices, not pointers, across appends: docs/architecture.md)
+    cdef int nd = n.nd
+    sizes = [n.d[k] for k in range(nd)] + [n.bs]
+    n = NULL
     cdef int k
     for k in range(len(entries)):       # check everything before building anything
         if not isinstance(entries[k], slice):
             entries = entries[:k] + (_wrap_index(_as_index(entries[k], "x[...]"), sizes[k],
                                                  "index"),) + entries[k + 1:]
     cdef Expression out = x
-    for k in range(min(len(entries), n.nd)):    # ranges keep their dimension
+    for k in range(min(len(entries), nd)):      # ranges keep their dimension
         if isinstance(entries[k], slice):
             out = _slice_dim(out, k, entries[k], sizes[k])
-    if len(entries) == n.nd + 1:                # the batch
-        out = _index_batch(out, entries[n.nd], sizes[n.nd])
-    for k in range(min(len(entries), n.nd) - 1, -1, -1):   # picks remove theirs, last first
+    if len(entries) == nd + 1:                  # the batch
+        out = _index_batch(out, entries[nd], sizes[nd])
+    for k in range(min(len(entries), nd) - 1, -1, -1):     # picks remove theirs, last first
         if not isinstance(entries[k], slice):
             out = pick(out, entries[k], k)
     return out

@@ -20,8 +20,11 @@ cdef int _geometry_error(int code, str op, Node* x, object window) except -1:
 
 cdef Expression _conv(object x, object f, object b, object stride, object is_valid, str op):
     cdef Expression ex = _as_expr(x), ef = _as_expr(f)
-    cdef Node* nx = _check(ex)
-    cdef Node* nf = _check(ef)
+    cdef Expression eb = None if b is None else _as_expr(b)
+    cdef ComputationGraph cg = _here()
+    _check_args(cg, ex, ef, eb)   # before any Node*: see _check_args
+    cdef Node* nx = _node(cg, ex)
+    cdef Node* nf = _node(cg, ef)
     if nx.nd > 3:
         raise DimensionError(f"{op}: the input must be an image (H, W, C), got {_dimstr(nx)}")
     if nf.nd != 4 or nf.bs != 1:
@@ -39,11 +42,9 @@ cdef Expression _conv(object x, object f, object b, object stride, object is_val
     cdef int32_t argv[3]
     argv[0] = ex.idx
     argv[1] = ef.idx
-    cdef Expression eb
     cdef Node* nb
-    if b is not None:
-        eb = _as_expr(b)
-        nb = _check(eb)
+    if eb is not None:
+        nb = _node(cg, eb)
         if nb.nd != 1 or nb.d[0] != nf.d[3] or nb.bs != 1:
             raise DimensionError(f"{op}: the bias must be ({nf.d[3]},) without a batch, "
                                  f"got {_dimstr(nb)}")

@@ -45,8 +45,10 @@ def trace_of_product(x, y):
     the same shape: (1,) per batch element (a batch of 1 repeats). A composite: it is
     dot_product (one node, the same kernel) after DyNet's shape check."""
     cdef Expression a = _as_expr(x), b = _as_expr(y)
-    cdef Node* na = _check(a)
-    cdef Node* nb = _check(b)
+    cdef ComputationGraph cg = _here()
+    _check_args(cg, a, b)   # before any Node*: see _check_args
+    cdef Node* na = _node(cg, a)
+    cdef Node* nb = _node(cg, b)
     if na.nd > 2 or nb.nd > 2:
         raise DimensionError(f"trace_of_product: needs vectors or matrices, got {_dimstr(na)} "
                              f"and {_dimstr(nb)}")
@@ -183,8 +185,10 @@ def filter1d_narrow(x, y):
     Per batch element; one gemv per output column. Nodes of the same shapes run as
     one batch (the filters need not be the same node)."""
     cdef Expression a = _as_expr(x), b = _as_expr(y)
-    cdef Node* nx = _check(a)
-    cdef Node* nf = _check(b)
+    cdef ComputationGraph cg = _here()
+    _check_args(cg, a, b)   # before any Node*: see _check_args
+    cdef Node* nx = _node(cg, a)
+    cdef Node* nf = _node(cg, b)
     if nx.nd != 2 or nf.nd not in (2, 3) or rows(nx) != rows(nf) or nf.d[1] > nx.d[1]:
         raise DimensionError(f"filter1d_narrow: x {_dimstr(nx)} must be a matrix (R, C) and the "
                              f"filters {_dimstr(nf)} (R, W) or (R, W, F) with W <= C")
@@ -195,8 +199,10 @@ def filter1d_narrow(x, y):
 
 cdef Expression _circular(int op, object u, object v):
     cdef Expression a = _as_expr(u), b = _as_expr(v)
-    cdef Node* na = _check(a)
-    cdef Node* nb = _check(b)
+    cdef ComputationGraph cg = _here()
+    _check_args(cg, a, b)   # before any Node*: see _check_args
+    cdef Node* na = _node(cg, a)
+    cdef Node* nb = _node(cg, b)
     name = OP_NAMES[op]
     if na.nd != 1 or nb.nd != 1 or rows(na) != rows(nb):
         raise DimensionError(f"{name}: needs two vectors of one size, got {_dimstr(na)} and "

@@ -8,8 +8,10 @@ def pairwise_rank_loss(x, y, m=1.0):
     broadcasting. A composite: rectify((y - x) + m)."""
     cdef float margin = _finite("pairwise_rank_loss", "m", m)
     cdef Expression ex = _as_expr(x), ey = _as_expr(y)
-    cdef Node* a = _check(ex)
-    cdef Node* b = _check(ey)
+    cdef ComputationGraph cg = _here()
+    _check_args(cg, ex, ey)   # before any Node*: see _check_args
+    cdef Node* a = _node(cg, ex)
+    cdef Node* b = _node(cg, ey)
     if a.nd != b.nd or not _same_dims(a, b):
         raise DimensionError(f"pairwise_rank_loss: shapes {_dimstr(a)} and {_dimstr(b)} "
                              f"do not match")
@@ -35,8 +37,10 @@ def poisson_loss(log_lambda, x):
 
 cdef Expression _distance(int op, object x, object y, float c):
     cdef Expression ex = _as_expr(x), ey = _as_expr(y)
-    cdef Node* a = _check(ex)
-    cdef Node* b = _check(ey)
+    cdef ComputationGraph cg = _here()
+    _check_args(cg, ex, ey)   # before any Node*: see _check_args
+    cdef Node* a = _node(cg, ex)
+    cdef Node* b = _node(cg, ey)
     name = OP_NAMES[op]
     if a.nd != b.nd or not _same_dims(a, b):
         raise DimensionError(f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not match")

@@ -261,8 +261,10 @@ def colwise_add(x, y):
         H = dy.colwise_add(W * X, b)    # X: one column per word
     """
     cdef Expression ex = _as_expr(x), eb = _as_expr(y)
-    cdef Node* a = _check(ex)
-    cdef Node* b = _check(eb)
+    cdef ComputationGraph cg = _here()
+    _check_args(cg, ex, eb)   # before any Node*: see _check_args
+    cdef Node* a = _node(cg, ex)
+    cdef Node* b = _node(cg, eb)
     if a.nd != 2 or b.nd > 2 or b.d[0] != a.d[0] or b.d[1] != 1:
         raise DimensionError(f"colwise_add: x of shape {_dimstr(a)} must be a matrix and bias "
                              f"of shape {_dimstr(b)} a column of as many rows")

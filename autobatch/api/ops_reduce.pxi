@@ -67,8 +67,10 @@ def l2_norm(Expression x):
 
 
 cdef Expression _pair_reduce(int op, Expression x, Expression y):
-    cdef Node* a = _check(x)
-    cdef Node* b = _check(y)
+    cdef ComputationGraph cg = _here()
+    _check_args(cg, x, y)   # before any Node*: see _check_args
+    cdef Node* a = _node(cg, x)
+    cdef Node* b = _node(cg, y)
     name = OP_NAMES[op]
     if a.nd != b.nd or not _same_dims(a, b):     # DyNet: trailing 1s count here
         raise DimensionError(f"{name}: shapes {_dimstr(a)} and {_dimstr(b)} do not match")

@@ -147,9 +147,11 @@ def layer_norm(x, g, b):
         h = dy.layer_norm(W * x, gain, bias)     # gain, bias: Parameters of W * x's shape
     """
     cdef Expression ex = _as_expr(x), eg = _as_expr(g), eb = _as_expr(b)
-    cdef Node* nx = _check(ex)
-    cdef Node* ng = _check(eg)
-    cdef Node* nb = _check(eb)
+    cdef ComputationGraph cg = _here()
+    _check_args(cg, ex, eg, eb)   # before any Node*: see _check_args
+    cdef Node* nx = _node(cg, ex)
+    cdef Node* ng = _node(cg, eg)
+    cdef Node* nb = _node(cg, eb)
     if not (_same_dims(nx, ng) and _same_dims(nx, nb)):
         raise DimensionError(f"layer_norm: g {_dimstr(ng)} and b {_dimstr(nb)} must have the "
                              f"shape of x {_dimstr(nx)}")

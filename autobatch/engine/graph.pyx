@@ -19,7 +19,8 @@ from autobatch.runtime.nodes cimport OpDef, elems, MAX_DIMS, F_DONE, F_NEEDS_GRA
 from autobatch.engine.optable cimport op_table, OP_NOBACKPROP
 from autobatch.runtime.rng cimport rng_seed
 from autobatch.runtime.memory cimport (arena_alloc_or_raise, arena_reset, arena_free,
-                                arena_mark, arena_revert, grow)
+                                arena_mark, arena_revert, grow, arrays_always_move,
+                                move_array)
 from autobatch.engine.forward cimport run_forward
 from autobatch.kernels.packed cimport packs_begin, packs_free
 from autobatch.engine.scheduler cimport sched_collect_many, sched_free
@@ -32,6 +33,7 @@ from autobatch.errors import StaleExpressionError
 
 cdef const OpDef* OPS = op_table()
 cdef int32_t _last_version = -1        # the first graph is version 0, as in DyNet
+cdef bint ALWAYS_MOVE = arrays_always_move()   # AUTOBATCH_DEBUG_MOVE_ARRAYS (runtime/memory.pyx)
 
 
 cdef int32_t new_version() except -1:
@@ -158,6 +160,9 @@ cdef class EngineGraph:
             if not 0 <= argv[a] < i:
                 raise StaleExpressionError(f"argument {a} is not a node of this graph: an "
                                            f"Expression changed while the op was built")
+        if ALWAYS_MOVE:     # the debugging switch: the arrays move on every append
+            self.nodes = <Node*>move_array(self.nodes, self.cap_nodes, i, sizeof(Node))
+            self.args = <int32_t*>move_array(self.args, self.cap_args, self.n_args, sizeof(int32_t))
         self.nodes = <Node*>grow(self.nodes, &self.cap_nodes,
                                  i + 1 + (NODE_HEADROOM if headroom else 0), sizeof(Node))
         self.born = <int32_t*>grow(self.born, &self.cap_born, i + 1, sizeof(int32_t))
@@ -207,6 +212,8 @@ cdef class EngineGraph:
         cdef int k
         if at + count >= 2147483647:
             raise MemoryError("autobatch: too many indices in one graph")
+        if ALWAYS_MOVE:
+            self.ibuf = <int32_t*>move_array(self.ibuf, self.cap_ibuf, at, sizeof(int32_t))
         self.ibuf = <int32_t*>grow(self.ibuf, &self.cap_ibuf, at + count, sizeof(int32_t))
         for k in range(count):
             self.ibuf[at + k] = values[k]

@@ -32,6 +32,8 @@ cdef void arena_free(Arena* a) noexcept nogil
 cdef size_t arena_capacity(const Arena* a) noexcept nogil
 
 cdef void* grow_slow(void* p, int64_t* cap, int64_t need, size_t item) except NULL
+cdef bint arrays_always_move() noexcept
+cdef void* move_array(void* p, int64_t cap, int64_t used, size_t item) except NULL
 cdef int64_t next_capacity(int64_t cap, int64_t need) noexcept nogil
 cdef void* resize(void* p, int64_t n, size_t item) except NULL
 

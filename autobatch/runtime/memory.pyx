@@ -1,10 +1,20 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Bump arenas (values, aux and backward scratch) and array growth, with one
 out-of-memory policy: MemoryError, never abort()."""
-from libc.stdlib cimport free, realloc
-from libc.string cimport memset
+import os
+
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy, memset
 
 cdef size_t CHUNK_MIN = 1 << 20
+
+# AUTOBATCH_DEBUG_MOVE_ARRAYS=1: every growth of a graph array, and every append of a
+# node, moves the array to new memory and poisons the old one before freeing it, so that
+# a pointer kept across an append (docs/architecture.md, "Indices across appends") reads
+# garbage, or is reported by valgrind, every time instead of once in many reallocations.
+# Read once, when the library loads; a debugging switch (appends cost O(nodes) under it).
+cdef bint _always_move = os.environ.get("AUTOBATCH_DEBUG_MOVE_ARRAYS", "0") not in ("", "0")
+cdef unsigned char POISON = 0xA5     # a node read through a stale pointer: nd = -91, ...
 
 
 cdef float* arena_alloc(Arena* a, size_t nfloats) noexcept nogil:
@@ -140,8 +150,27 @@ cdef size_t arena_capacity(const Arena* a) noexcept nogil:
 
 cdef void* grow_slow(void* p, int64_t* cap, int64_t need, size_t item) except NULL:
     cdef int64_t c = next_capacity(cap[0], need)
-    cdef void* q = resize(p, c, item)
+    cdef void* q = move_array(p, c, cap[0], item) if _always_move and p != NULL \
+        else resize(p, c, item)
     cap[0] = c
+    return q
+
+
+cdef bint arrays_always_move() noexcept:
+    """Whether AUTOBATCH_DEBUG_MOVE_ARRAYS is on (see above)."""
+    return _always_move
+
+
+cdef void* move_array(void* p, int64_t cap, int64_t used, size_t item) except NULL:
+    """p's first `used` items in new memory with room for `cap`; p (of `used` items or
+    more) poisoned and freed. What realloc may do, done always (the debugging switch)."""
+    cdef void* q = malloc(cap * item if cap > 0 else 1)
+    if q == NULL:
+        raise MemoryError("autobatch: cannot grow graph arrays")
+    if p != NULL:
+        memcpy(q, p, used * item)
+        memset(p, POISON, used * item)
+        free(p)
     return q
 
 
