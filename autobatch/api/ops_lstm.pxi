@@ -73,8 +73,10 @@ def lstm_hidden(Expression cell, Expression gates):
 
         h = dy.lstm_hidden(c, gates)
     """
-    cdef Node* c = _check(cell)
-    cdef Node* g = _check(gates)
+    cdef ComputationGraph cg = _here()
+    _check_args(cg, cell, gates)   # before any Node*: see _check_args
+    cdef Node* c = _node(cg, cell)
+    cdef Node* g = _node(cg, gates)
     if c.nd != 1 or g.nd != 1 or rows(c) == 0 or rows(g) % rows(c) != 0 or \
             rows(g) // rows(c) < 3 or c.bs != g.bs:      # (an empty cell: no blocks to divide by)
         raise DimensionError(f"lstm_hidden: cell {_dimstr(c)} does not fit gates {_dimstr(g)}")
@@ -158,14 +160,79 @@ def _vanilla_lstm_run(list xs, list layer_params, list h0, list c0, int hidden,
     return out
 
 
+# DyNet's VanillaLSTMGates (dynet/nodes-lstm.cc) as the ops that compute it: the inputs
+# concatenated, masked (the dropout variants), one affine_transform (one gemm per weight
+# for all the nodes of a batch) and lstm_gates with DyNet's forget bias of +1.
+
+cdef Expression _vanilla_gates(str op, list x_t, object h_tm1, object Wx, object Wh, object b,
+                               object mask_x, object mask_h, float weightnoise_std):
+    """DyNet's checks (VanillaLSTMGates::dim_forward), then the nodes."""
+    if weightnoise_std > 0.0:
+        # DyNet 2.2 draws noisy copies of the weights and then skips the products (its
+        # gates are those of the bias alone): nothing here to be faithful to
+        raise NotImplementedError(f"{op}: weight noise (weightnoise_std > 0) is not supported")
+    if weightnoise_std != weightnoise_std:
+        raise ValueError(f"{op}: weightnoise_std is NaN")
+    if not x_t:
+        raise ValueError(f"{op}: x_t needs at least one expression")
+    cdef list xs = [_as_expr(x) for x in x_t]
+    cdef Expression h = _as_expr(h_tm1), wx = _as_expr(Wx), wh = _as_expr(Wh), eb = _as_expr(b)
+    cdef list masks = [] if mask_x is None else [_as_expr(mask_x), _as_expr(mask_h)]
+    cdef ComputationGraph g = _here()
+    cdef Expression e
+    for e in xs + [h, wx, wh, eb] + masks:      # every node first (see _check_args)
+        _check_in(g, e)
+    cdef Node* n
+    cdef int k, batch = _node(g, xs[0]).bs, inputs = 0
+    for k in range(len(xs)):
+        n = _node(g, xs[k])
+        if n.nd != 1 or n.bs != batch:
+            raise DimensionError(f"{op}: x_t[{k}] of shape {_dimstr(n)} is not a vector with "
+                                 f"the batch size of x_t[0] ({batch})")
+        inputs += rows(n)
+    n = _node(g, h)
+    if n.nd != 1:
+        raise DimensionError(f"{op}: h_tm1 must be a vector, got {_dimstr(n)}")
+    cdef int hidden = rows(n)
+    _vanilla_shape(op, "Wx", _node(g, wx), 4 * hidden, inputs)
+    _vanilla_shape(op, "Wh", _node(g, wh), 4 * hidden, hidden)
+    _vanilla_shape(op, "b", _node(g, eb), 4 * hidden, 0)
+    if masks:
+        _vanilla_mask(op, "dropout_mask_x", _node(g, masks[0]), inputs, batch)
+        _vanilla_mask(op, "dropout_mask_h", _node(g, masks[1]), hidden, batch)
+    cdef Expression x = xs[0] if len(xs) == 1 else concatenate(xs)
+    if masks:       # constants, as in DyNet (its node gives them no gradient, even
+                    # to a backward(full=True))
+        x = _binary(OP_CMULT, x, nobackprop(masks[0]))
+        h = _binary(OP_CMULT, h, nobackprop(masks[1]))
+    return lstm_gates(affine_transform([eb, wx, x, wh, h]), hidden, 1.0)
+
+
+cdef int _vanilla_shape(str op, str what, Node* n, int r, int c) except -1:
+    """A matrix (r, c), or a vector (r,) when c is 0, as VanillaLSTMGates wants it."""
+    if (n.nd != 1 or rows(n) != r) if c == 0 else (n.nd != 2 or rows(n) != r or cols(n) != c):
+        raise DimensionError(f"{op}: {what} must be " + (f"a vector ({r},)" if c == 0 else
+                             f"a matrix ({r}, {c})") + f", got {_dimstr(n)}")
+    return 0
+
+
+cdef int _vanilla_mask(str op, str what, Node* n, int r, int batch) except -1:
+    if n.nd != 1 or rows(n) != r or not (n.bs == 1 or n.bs == batch):
+        raise DimensionError(f"{op}: {what} must be a vector ({r},) with batch size 1 or "
+                             f"{batch}, got {_dimstr(n)}")
+    return 0
+
+
 def vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):
     """DyNet's fused LSTM gates [i, f, o, g] of ``dy.vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b,
     weightnoise_std=0.0)``: logistic(i, f + 1, o) and tanh(g) of ``Wx x_t + Wh h_tm1 + b``
-    (the forget bias of +1 as in DyNet); ``b`` and the result have 4 * hidden rows. Weight
-    noise is not supported (NotImplementedError).
+    (the forget bias of +1 as in DyNet). x_t (I,) and h_tm1 (H,) are vectors, Wx is
+    (4H, I), Wh (4H, H), b (4H,). Weight noise is not supported (NotImplementedError:
+    DyNet 2.2 skips the products when it is on).
 
-    Shape: (4 * hidden,) per batch element. A composite of ``affine_transform`` and
-    ``lstm_gates``: the products batch as one gemm per weight, the gates as one kernel.
+    Shape: (4H,) per batch element (a batch of 1 repeats). The products of every gates
+    node with the same weights batch as one gemm per weight (``affine_transform``), the
+    nonlinearities as one kernel (``lstm_gates``).
 
     Example::
 
@@ -173,11 +240,55 @@ def vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):
         c = dy.vanilla_lstm_c(c, gates)
         h = dy.vanilla_lstm_h(c, gates)
     """
-    if weightnoise_std != 0.0:
-        raise NotImplementedError("vanilla_lstm_gates: weight noise is not supported")
-    b = _as_expr(b)
-    pre = affine_transform([b, Wx, x_t, Wh, h_tm1])
-    return lstm_gates(pre, rows(_check(b)) // 4, 1.0)
+    return _vanilla_gates("vanilla_lstm_gates", [x_t], h_tm1, Wx, Wh, b, None, None,
+                          weightnoise_std)
+
+
+def vanilla_lstm_gates_concat(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):
+    """``vanilla_lstm_gates`` of the inputs ``x_t`` (a list of vectors) concatenated: Wx has
+    as many columns as their sizes summed (DyNet's ``dy.vanilla_lstm_gates_concat(x_t,
+    h_tm1, Wx, Wh, b, weightnoise_std=0.0)``). Shape and batching as vanilla_lstm_gates.
+
+    Example::
+
+        gates = dy.vanilla_lstm_gates_concat([word, feature], h, Wx, Wh, b)
+    """
+    return _vanilla_gates("vanilla_lstm_gates_concat", list(x_t), h_tm1, Wx, Wh, b, None,
+                          None, weightnoise_std)
+
+
+def vanilla_lstm_gates_dropout(x_t, h_tm1, Wx, Wh, b, dropout_mask_x, dropout_mask_h,
+                               float weightnoise_std=0.0):
+    """``vanilla_lstm_gates`` with dropout masks: the gates of ``Wx (x_t * dropout_mask_x) +
+    Wh (h_tm1 * dropout_mask_h) + b`` (DyNet's ``dy.vanilla_lstm_gates_dropout(x_t, h_tm1,
+    Wx, Wh, b, dropout_mask_x, dropout_mask_h, weightnoise_std=0.0)``). The masks are
+    vectors of x_t's and h_tm1's sizes, with batch size 1 (one mask for the whole batch)
+    or x_t's; they are used as given (scale them by 1 / (1 - p) yourself, as in DyNet).
+    Shape and batching as vanilla_lstm_gates (the masking one elementwise loop).
+
+    Example::
+
+        mask_x = dy.random_bernoulli((I,), 0.8, 1 / 0.8)
+        gates = dy.vanilla_lstm_gates_dropout(x, h, Wx, Wh, b, mask_x, mask_h)
+    """
+    return _vanilla_gates("vanilla_lstm_gates_dropout", [x_t], h_tm1, Wx, Wh, b,
+                          dropout_mask_x, dropout_mask_h, weightnoise_std)
+
+
+def vanilla_lstm_gates_dropout_concat(x_t, h_tm1, Wx, Wh, b, dropout_mask_x, dropout_mask_h,
+                                      float weightnoise_std=0.0):
+    """``vanilla_lstm_gates_dropout`` of the inputs ``x_t`` (a list of vectors) concatenated;
+    ``dropout_mask_x`` has their sizes summed (DyNet's
+    ``dy.vanilla_lstm_gates_dropout_concat(x_t, h_tm1, Wx, Wh, b, dropout_mask_x,
+    dropout_mask_h, weightnoise_std=0.0)``, what xnmt's LSTM calls). Shape and batching as
+    vanilla_lstm_gates.
+
+    Example::
+
+        gates = dy.vanilla_lstm_gates_dropout_concat([x], h, Wx, Wh, b, mask_x, mask_h)
+    """
+    return _vanilla_gates("vanilla_lstm_gates_dropout_concat", list(x_t), h_tm1, Wx, Wh, b,
+                          dropout_mask_x, dropout_mask_h, weightnoise_std)
 
 
 def vanilla_lstm_c(c_tm1, gates_t):
@@ -193,7 +304,7 @@ def vanilla_lstm_c(c_tm1, gates_t):
     return lstm_cell(gates_t, [c_tm1])
 
 
-def vanilla_lstm_h(c_t, gates_t):
+def vanilla_lstm_h(Expression c_t, Expression gates_t):
     """DyNet's ``dy.vanilla_lstm_h(c_t, gates_t)``: the hidden output o * tanh(c_t) from the
     gates of ``vanilla_lstm_gates``. Shape: (hidden,) per batch element.
 
@@ -203,4 +314,9 @@ def vanilla_lstm_h(c_t, gates_t):
 
         h = dy.vanilla_lstm_h(c, gates)
     """
+    cdef ComputationGraph g = _here()
+    _check_args(g, c_t, gates_t)
+    if rows(_node(g, gates_t)) != 4 * rows(_node(g, c_t)):
+        raise DimensionError(f"vanilla_lstm_h: gates_t of shape {_dimstr(_node(g, gates_t))} "
+                             f"are not 4 times c_t's {_dimstr(_node(g, c_t))}")
     return lstm_hidden(c_t, gates_t)

@@ -139,6 +139,8 @@ class Variant:
     grad_check: bool = True      # False: the gradient is not the finite difference
                                  # (straight-through, -inf outputs); tested elsewhere
     grad_kw: dict = field(default_factory=dict)
+    gemm: bool = False           # a composite with a product inside (batched values equal
+                                 # the unbatched ones to rounding, as GEMM ops')
 
     @property
     def id(self):

@@ -1,5 +1,5 @@
 """Op cases (see op_cases.py) of the fused LSTM ops (lstm_gates, lstm_cell,
-lstm_hidden) and the image ops (conv2d, conv2d_bias, maxpooling2d). Imported by
+lstm_hidden, and DyNet's vanilla_lstm_* functions built on them) and the image ops (conv2d, conv2d_bias, maxpooling2d). Imported by
 op_cases.py, so the generated tests cover them."""
 import numpy as np
 
@@ -7,6 +7,7 @@ import autobatch as dy
 from autobatch.testing import from_full
 
 from op_cases import variant
+from op_cases_products import mm
 
 # ------------------------------------------------------- fused LSTM ops ----
 # Gate vectors are blocks of h: [i, f_1 .. f_k, o, g].
@@ -71,6 +72,71 @@ def _lstm_hidden_variant(name, h, nb, bs):
 _lstm_hidden_variant("lstm", 3, 4, 1)
 _lstm_hidden_variant("leaf", 2, 3, 1)
 _lstm_hidden_variant("batched", 2, 4, 2)
+
+
+
+
+# DyNet's vanilla_lstm_gates* are composites: concatenate (x_t's parts), cmult (the
+# dropout masks), affine_transform, lstm_gates with the forget bias of 1. Variants of
+# lstm_gates, the op that ends them; the weights shared by every instance.
+
+def _vanilla_gates_variant(name, h, ins, bs, concat=False, mask_bs=0):
+    """ins: the sizes of x_t's parts; mask_bs > 0: the dropout variants, masks of that
+    batch size."""
+    def fn(c):
+        xs = [c.arg((i,), bs=bs) for i in ins]
+        hp = c.arg((h,), bs=bs)
+        wx = c.arg((4 * h, sum(ins)), key="Wx")
+        wh = c.arg((4 * h, h), key="Wh")
+        b = c.arg((4 * h,), key="b")
+        # the masks are constants, as in DyNet (no gradient reaches them)
+        masks = [c.rng.uniform(0, 2, (n, mask_bs)) for n in (sum(ins), h)] if mask_bs else []
+
+        def build():
+            x_t = [x.expr() for x in xs] if concat else xs[0].expr()
+            args = [x_t, hp.expr(), wx.expr(), wh.expr(), b.expr()] + \
+                [dy.inputTensor(m if mask_bs > 1 else m[:, 0], batched=mask_bs > 1) for m in masks]
+            f = {(False, False): dy.vanilla_lstm_gates, (True, False): dy.vanilla_lstm_gates_concat,
+                 (False, True): dy.vanilla_lstm_gates_dropout,
+                 (True, True): dy.vanilla_lstm_gates_dropout_concat}[concat, bool(masks)]
+            return f(*args)
+
+        def ref():
+            x, hv = np.concatenate([x.value() for x in xs], axis=0), hp.value()
+            if masks:
+                x, hv = (v * m.reshape(-1, 1, 1, 1, mask_bs) for v, m in zip((x, hv), masks))
+            pre = mm(wx.value(), x) + mm(wh.value(), hv) + b.value()
+            return from_full(_gates_ref(pre, h, 1.0), 1)
+        return build, ref
+    variant("lstm_gates", name, gemm=True)(fn)
+
+
+_vanilla_gates_variant("vanilla", 3, (4,), 1)
+_vanilla_gates_variant("vanilla_batched", 2, (3,), 2)
+_vanilla_gates_variant("vanilla_concat", 2, (3, 2), 1, concat=True)
+_vanilla_gates_variant("vanilla_concat_batched", 2, (2, 1, 3), 2, concat=True)
+_vanilla_gates_variant("vanilla_dropout", 2, (3,), 2, mask_bs=1)
+_vanilla_gates_variant("vanilla_dropout_batched_masks", 2, (3,), 2, mask_bs=2)
+_vanilla_gates_variant("vanilla_dropout_concat", 2, (2, 2), 2, concat=True, mask_bs=2)
+_vanilla_gates_variant("vanilla_dropout_concat_one_input", 3, (3,), 1, concat=True, mask_bs=1)
+
+
+def _vanilla_cell_case(c):
+    g = c.arg((8,), bs=2, lo=0.1, hi=0.9)
+    prev = c.arg((2,), bs=2)
+    return (lambda: dy.vanilla_lstm_c(prev.expr(), g.expr())), \
+        (lambda: from_full(g.value()[:2] * g.value()[6:] + g.value()[2:4] * prev.value(), 1))
+
+
+def _vanilla_hidden_case(c):
+    cell = c.arg((2,), bs=2, lo=-2, hi=2)
+    g = c.arg((8,), bs=2, lo=0.1, hi=0.9)
+    return (lambda: dy.vanilla_lstm_h(cell.expr(), g.expr())), \
+        (lambda: from_full(g.value()[4:6] * np.tanh(cell.value()), 1))
+
+
+variant("lstm_cell", "vanilla")(_vanilla_cell_case)
+variant("lstm_hidden", "vanilla")(_vanilla_hidden_case)
 
 
 # --------------------------------------------------------- images ----
