@@ -8,7 +8,8 @@ into batched kernels, forward and backward.
 
 ``ELEMENTWISE_FUNCTIONS`` maps the name of every elementwise function made from a line
 of ``kernels/elementwise.h`` (``tanh``, ``logistic``, ``elu``, ...) to the function.
-``HAVE_CUDA`` is False, as in a CPU build of DyNet: autobatch runs on the CPU only.
+``HAVE_CUDA`` is False, as in a CPU build of DyNet: autobatch runs on the CPU only;
+``ERRMSG`` is the message of the error GPU flags raise (DyNet's name for it).
 ``python -m autobatch`` prints the version, BLAS and SIMD in use (``show_config()``).
 """
 from autobatch.version import __version__
@@ -67,6 +68,11 @@ from autobatch.model.builders import (
 )
 from autobatch.model.lstm_builders import FastLSTMBuilder, CompactVanillaLSTMBuilder, SparseLSTMBuilder
 from autobatch.api.extras import HAVE_CUDA, npvalues, values, zeroes, available_devices
+from autobatch.api.extras import (
+    ERRMSG, DeviceInfo, get_device_info, print_graphviz, FloatValue, UnsignedValue,
+    FloatVectorValue, UnsignedVectorValue,
+)
+from autobatch.api.tensor import Tensor
 from autobatch.model.softmax_builders import (
     SoftmaxBuilder, StandardSoftmaxBuilder, ClassFactoredSoftmaxBuilder,
 )

@@ -29,8 +29,12 @@ from autobatch.settings import (
 )
 from autobatch.api.extras import (
     HAVE_CUDA as HAVE_CUDA, available_devices as available_devices, npvalues as npvalues,
-    values as values, zeroes as zeroes,
+    values as values, zeroes as zeroes, ERRMSG as ERRMSG, DeviceInfo as DeviceInfo,
+    get_device_info as get_device_info, print_graphviz as print_graphviz,
+    FloatValue as FloatValue, UnsignedValue as UnsignedValue,
+    FloatVectorValue as FloatVectorValue, UnsignedVectorValue as UnsignedVectorValue,
 )
+from autobatch.api.tensor import Tensor as Tensor
 from autobatch.model.lstm_builders import (
     CompactVanillaLSTMBuilder as CompactVanillaLSTMBuilder, FastLSTMBuilder as FastLSTMBuilder,
     SparseLSTMBuilder as SparseLSTMBuilder,

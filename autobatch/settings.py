@@ -30,6 +30,7 @@ import sys
 import numpy as np
 
 from autobatch.api import core
+from autobatch.api.extras import ERRMSG
 from autobatch.engine.strategies import set_default_strategy
 
 _AUTOBATCH_STRATEGY = {0: None, 1: "agenda", 2: "depth", 3: "agenda"}
@@ -63,8 +64,7 @@ def reset_random_seed(seed):
 
 
 def _gpu_error(what):
-    return RuntimeError(f"{what}: autobatch runs on the CPU only (no GPU support); "
-                        "drop the GPU flag to run on the CPU")
+    return RuntimeError(f"{what}: {ERRMSG}")
 
 
 def _number(kind, value, flag, lo=None, hi=None):

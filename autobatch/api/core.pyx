@@ -26,6 +26,7 @@ from autobatch.kernels.conv cimport (ConvGeom, conv_geom, pool_geom, GEOM_OK, GE
 
 import inspect
 import operator
+import os
 import re
 import sys
 import threading
@@ -33,6 +34,7 @@ import threading
 import numpy as np
 
 from autobatch.errors import DimensionError, StaleExpressionError
+from autobatch.api.tensor import Tensor, reseed as _reseed_tensors
 
 cdef const OpDef* OPS = op_table()
 OP_NAMES = [OPS[i].name.decode() for i in range(n_ops())]

@@ -103,6 +103,11 @@ def print_text_graphviz(file=None):
     _here().print_graphviz(file)
 
 
+def dump_cg(filename="", show_values=True, show_gradients=True, nan_check_only=False):
+    """DyNet's ``dy.dump_cg(...)``: ``ComputationGraph.dump`` of the current graph."""
+    _here().dump(filename, show_values, show_gradients, nan_check_only)
+
+
 def cg():
     """The current computation graph (of the calling thread)."""
     return _here()
@@ -113,3 +118,4 @@ def set_random_seed(uint64_t seed):
     global _seed_state
     _seed_state = seed
     rng_seed(&_here().rng, seed)
+    _reseed_tensors(seed)           # Tensor.categorical_sample_log_prob's draws

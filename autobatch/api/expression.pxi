@@ -172,8 +172,13 @@ cdef class Expression:
         return _here().value_array(self.idx, False).ravel(order="F").tolist()
 
     def tensor_value(self, recalculate=False):
-        """The value as a numpy array, as ``npvalue()`` (DyNet's ``tensor_value``)."""
-        return self.npvalue(recalculate)
+        """The value as a Tensor (DyNet's ``tensor_value``): ``as_numpy()`` is npvalue()'s
+        array, and ``argmax``, ``topk`` and ``categorical_sample_log_prob`` work on it
+        without building nodes (api/tensor.py)."""
+        cdef Node* n = _check(self)
+        _compute(self.idx, recalculate)
+        n = &_here().nodes[self.idx]
+        return Tensor(_here().value_array(self.idx, False), _here().shape_of(self.idx), n.bs)
 
     def backward(self, full=False):
         """Accumulate d(self)/d(parameter) into every parameter's gradient; with

@@ -321,6 +321,66 @@ def sparse_inputTensor(idxs, values, shape, batched=False, defval=0, device=""):
     return inputTensor(dense, batched=batched)
 
 
+# ------------------------------------------------ flat column-major values ----
+# DyNet's inputs from flat values: inputTensorTranspose, ComputationGraph's
+# inputMatrixLiteral and inputSparseTensor.
+
+cdef Expression _flat_input(object values, object dim, object batch_size, int settable,
+                            str where):
+    """An input of shape `dim` x `batch_size` from its values flat in column-major order
+    (the batch last), as DyNet's _vecInputExpression takes them."""
+    a = np.asarray(values, dtype=np.float32)
+    if a.ndim != 1:
+        raise TypeError(f"{where}: the values must be flat (one dimension), got shape {a.shape}")
+    dims = (a.size,) if dim is None else dim
+    cdef Shape shape = _shape_from(where, dims, _as_size(batch_size, where))
+    cdef int64_t total = elems_of(shape) * shape.bs
+    if total != a.size:
+        raise ValueError(f"{where}: dimensions {tuple(dims)} x batch {shape.bs} hold {total} "
+                         f"values, got {a.size}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{where}: the input holds NaN or infinity")
+    return _leaf_from_flat(np.ascontiguousarray(a), shape, settable)
+
+
+cdef Expression _sparse_flat_input(object idxs, object values, object dim, object batch_size,
+                                   object defval, str where):
+    """An input equal to defval except at the flat column-major positions idxs."""
+    cdef Shape shape = _shape_from(where, dim, _as_size(batch_size, where))
+    cdef int64_t total = elems_of(shape) * shape.bs
+    at = np.asarray(idxs)
+    vals = np.asarray(values, dtype=np.float32)
+    if at.ndim != 1 or vals.ndim != 1 or at.size != vals.size:
+        raise ValueError(f"{where}: {at.size} indices for {vals.size} values (both flat lists "
+                         f"of one length)")
+    if at.size and (at.dtype.kind not in "iu" or at.min() < 0 or at.max() >= total):
+        raise ValueError(f"{where}: every index must be an integer in [0, {total})")
+    dense = np.full(total, _finite(where, "defval", defval), dtype=np.float32)
+    if at.size:
+        _, last = np.unique(at[::-1], return_index=True)     # a repeat: its last value
+        keep = at.size - 1 - last
+        dense[at[keep]] = vals[keep]
+    return _flat_input(dense, dim, batch_size, INPUT_FIXED, where)
+
+
+cdef class inputTensorTranspose(Expression):
+    """DyNet's ``dy.inputTensorTranspose(val, dim=None, batch_size=1, device="")``: an input
+    Expression from flat values in column-major order (the batch last), of shape ``dim``
+    (default: one vector of them all) times ``batch_size``. ``set()`` may replace its
+    values. Batching: a leaf.
+
+    Example::
+
+        x = dy.inputTensorTranspose([1, 2, 3, 4, 5, 6], (2, 3))   # [[1, 3, 5], [2, 4, 6]]
+    """
+
+    def __init__(self, val, dim=None, batch_size=1, device=""):
+        _cpu_only(device, "inputTensorTranspose")
+        cdef Expression e = _flat_input(val, dim, batch_size, INPUT_VALUES,
+                                        "inputTensorTranspose")
+        self.idx, self.version = e.idx, e.version
+
+
 def to_device(e, device_str):
     """``e`` on device ``device_str`` (DyNet's ``dy.to_device(e, device_str)``): autobatch
     runs on the CPU only, so 'CPU' gives ``e`` itself and any other device raises

@@ -249,6 +249,10 @@ class BiRNNBuilder:
             fb.disable_dropout()
             bb.disable_dropout()
 
+    def whoami(self):
+        """The name "BiRNNBuilder", as DyNet's whoami answers."""
+        return "BiRNNBuilder"
+
     def param_collection(self):
         """The subcollection holding the parameters of every layer."""
         return self._pc

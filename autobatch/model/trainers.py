@@ -125,6 +125,24 @@ class Trainer:
         Dense: the whole table, which is exact for momentum-style rules."""
         self.sparse_updates_enabled = bool(su)
 
+    @property
+    def learning_rate(self):
+        """The global learning rate, DyNet's property: setting it checks the value as
+        ``set_learning_rate`` does (a finite number >= 0)."""
+        return self._learning_rate
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        self._learning_rate = hyperparameter("learning_rate", value)
+
+    def whoami(self):
+        """The name of the built-in trainer this is ("SimpleSGDTrainer", "AdamTrainer",
+        ...), as DyNet's ``whoami``; a subclass of one gives that one's name."""
+        for cls in type(self).__mro__:
+            if cls.__module__ == __name__ and cls is not Trainer:
+                return cls.__name__
+        return type(self).__name__
+
     def set_learning_rate(self, value):
         """Set the learning rate (a finite number > 0), as DyNet's ``set_learning_rate``."""
         self.learning_rate = hyperparameter("learning_rate", value)

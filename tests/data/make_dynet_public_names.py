@@ -1,10 +1,16 @@
-"""Lists DyNet's public Python API as python_ref.rst documents it, with signatures.
+"""Lists DyNet's public Python API, with signatures, for tests/data/dynet_public_names.txt.
 
-Run with the dynet38 venv's python: gen_names.py python_ref_directives.rst
-Each line: qualified name, a tab, the signature DyNet's module reports (or '-').
-Names that dynet38 exports beyond python_ref.rst are appended to
-dynet_public_names.txt by hand, in the same format (argmax: `argmax\t(x, gradient_mode)`,
-as inspect.signature(dynet.argmax) reports it)."""
+Run with the dynet38 venv's python, from the repository's root:
+
+    python tests/data/make_dynet_public_names.py python_ref_directives.rst > names.txt
+    python tests/data/make_dynet_public_names.py --beyond tests/data/dynet_public_names.txt \
+        >> tests/data/dynet_public_names.txt
+
+The first lists the names python_ref.rst documents (its autofunction and autoclass
+directives); the second appends the names dynet38 exports beyond them, those of
+dir(dynet) and of dir(C) for every public class C (inherited members included), that
+the file does not hold yet. Each line: qualified name, a tab, the signature DyNet's
+module reports (or '-')."""
 import inspect, re, sys
 import dynet
 
@@ -18,6 +24,23 @@ def signature(obj):
         return "-"
 
 
+def beyond(listed):
+    """Rows of every public name of dynet and of its classes not in `listed`."""
+    for name in sorted(n for n in dir(dynet) if not n.startswith("_")):
+        obj = getattr(dynet, name)
+        if inspect.ismodule(obj):
+            continue
+        if name not in listed:
+            print(f"{name}\t{signature(obj) if callable(obj) and not inspect.isclass(obj) else '-'}")
+        if inspect.isclass(obj):
+            for m in sorted(n for n in dir(obj) if not n.startswith("_")):
+                if f"{name}.{m}" not in listed:
+                    print(f"{name}.{m}\t{signature(getattr(obj, m))}")
+
+
+if sys.argv[1] == "--beyond":
+    beyond({line.split("\t")[0] for line in open(sys.argv[2])})
+    sys.exit(0)
 ref = open(sys.argv[1]).read()
 seen = set()
 for kind, name, opts in re.findall(r"\.\. (autofunction|autoclass):: dynet\.(\w+)((?:\n   :[\w-]+:)*)", ref):
