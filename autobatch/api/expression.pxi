@@ -30,12 +30,17 @@ cdef inline Node* _node(ComputationGraph g, Expression e) noexcept:
     return &g.nodes[e.idx]
 
 
-cdef int _check_args(ComputationGraph g, Expression a, Expression b,
-                     Expression c=None) except -1:
+cdef inline int _check_args(ComputationGraph g, Expression a, Expression b) except -1:
     """_check_in of each argument of an op before the op takes any Node*: checking a
     Parameters appends its node, which may move the nodes of the arguments before it."""
     _check_in(g, a)
     _check_in(g, b)
+    return 0
+
+
+cdef int _check_args3(ComputationGraph g, Expression a, Expression b, Expression c) except -1:
+    """_check_args of three arguments; c may be None (an optional argument)."""
+    _check_args(g, a, b)
     if c is not None:
         _check_in(g, c)
     return 0

@@ -22,7 +22,7 @@ cdef Expression _conv(object x, object f, object b, object stride, object is_val
     cdef Expression ex = _as_expr(x), ef = _as_expr(f)
     cdef Expression eb = None if b is None else _as_expr(b)
     cdef ComputationGraph cg = _here()
-    _check_args(cg, ex, ef, eb)   # before any Node*: see _check_args
+    _check_args3(cg, ex, ef, eb)   # before any Node*: see _check_args
     cdef Node* nx = _node(cg, ex)
     cdef Node* nf = _node(cg, ef)
     if nx.nd > 3:

@@ -208,6 +208,14 @@ cdef Expression _vanilla_gates(str op, list x_t, object h_tm1, object Wx, object
     return lstm_gates(affine_transform([eb, wx, x, wh, h]), hidden, 1.0)
 
 
+cdef list _input_list(str op, object x_t):
+    """x_t of the _concat variants: a list (or tuple) of expressions, as DyNet's list;
+    an Expression alone would be iterated element by element."""
+    if not isinstance(x_t, (list, tuple)):
+        raise TypeError(f"{op}: x_t must be a list of expressions, got {type(x_t).__name__}")
+    return list(x_t)
+
+
 cdef int _vanilla_shape(str op, str what, Node* n, int r, int c) except -1:
     """A matrix (r, c), or a vector (r,) when c is 0, as VanillaLSTMGates wants it."""
     if (n.nd != 1 or rows(n) != r) if c == 0 else (n.nd != 2 or rows(n) != r or cols(n) != c):
@@ -253,8 +261,8 @@ def vanilla_lstm_gates_concat(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):
 
         gates = dy.vanilla_lstm_gates_concat([word, feature], h, Wx, Wh, b)
     """
-    return _vanilla_gates("vanilla_lstm_gates_concat", list(x_t), h_tm1, Wx, Wh, b, None,
-                          None, weightnoise_std)
+    return _vanilla_gates("vanilla_lstm_gates_concat", _input_list("vanilla_lstm_gates_concat", x_t),
+                          h_tm1, Wx, Wh, b, None, None, weightnoise_std)
 
 
 def vanilla_lstm_gates_dropout(x_t, h_tm1, Wx, Wh, b, dropout_mask_x, dropout_mask_h,
@@ -287,8 +295,9 @@ def vanilla_lstm_gates_dropout_concat(x_t, h_tm1, Wx, Wh, b, dropout_mask_x, dro
 
         gates = dy.vanilla_lstm_gates_dropout_concat([x], h, Wx, Wh, b, mask_x, mask_h)
     """
-    return _vanilla_gates("vanilla_lstm_gates_dropout_concat", list(x_t), h_tm1, Wx, Wh, b,
-                          dropout_mask_x, dropout_mask_h, weightnoise_std)
+    return _vanilla_gates("vanilla_lstm_gates_dropout_concat",
+                          _input_list("vanilla_lstm_gates_dropout_concat", x_t), h_tm1, Wx, Wh,
+                          b, dropout_mask_x, dropout_mask_h, weightnoise_std)
 
 
 def vanilla_lstm_c(c_tm1, gates_t):

@@ -148,7 +148,7 @@ def layer_norm(x, g, b):
     """
     cdef Expression ex = _as_expr(x), eg = _as_expr(g), eb = _as_expr(b)
     cdef ComputationGraph cg = _here()
-    _check_args(cg, ex, eg, eb)   # before any Node*: see _check_args
+    _check_args3(cg, ex, eg, eb)   # before any Node*: see _check_args
     cdef Node* nx = _node(cg, ex)
     cdef Node* ng = _node(cg, eg)
     cdef Node* nb = _node(cg, eb)

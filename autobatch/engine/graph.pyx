@@ -149,7 +149,9 @@ cdef class EngineGraph:
         headroom: a Parameters used as an Expression gets its node of this graph while
         an op checks its arguments (headroom=False), after the op may already hold
         Node* of earlier arguments; those nodes use the free slots, so the array does
-        not move under the op (up to NODE_HEADROOM arguments)."""
+        not move under the op (up to NODE_HEADROOM arguments). The ops do not count on
+        it: they check every argument before taking a Node* (_check_args, "Indices
+        across appends" in docs/architecture.md); the slots are a second line."""
         cdef int64_t i = self.n_nodes
         cdef int a
         if self.busy:

@@ -81,10 +81,12 @@ def test_masks_with_another_batch_size_are_refused():
         dy.vanilla_lstm_gates_dropout(x[0], h, wx, wh, b, mx, dy.inputTensor(np.ones(2)))
 
 
-def test_an_empty_input_list_and_weight_noise_are_refused():
+def test_an_empty_input_list_a_lone_expression_and_weight_noise_are_refused():
     x, (h, wx, wh, b) = _args()
     with pytest.raises(ValueError, match="at least one"):
         dy.vanilla_lstm_gates_concat([], h, wx, wh, b)
+    with pytest.raises(TypeError, match="x_t must be a list"):
+        dy.vanilla_lstm_gates_concat(x[0], h, wx, wh, b)
     with pytest.raises(NotImplementedError, match="weight noise"):
         dy.vanilla_lstm_gates(x[0], h, wx, wh, b, weightnoise_std=0.1)
 
