@@ -70,7 +70,7 @@ from autobatch.model.lstm_builders import FastLSTMBuilder, CompactVanillaLSTMBui
 from autobatch.api.extras import HAVE_CUDA, npvalues, values, zeroes, available_devices
 from autobatch.api.extras import (
     ERRMSG, DeviceInfo, get_device_info, print_graphviz, FloatValue, UnsignedValue,
-    FloatVectorValue, UnsignedVectorValue,
+    FloatVectorValue, UnsignedVectorValue, inputTensorTranspose,
 )
 from autobatch.api.tensor import Tensor
 from autobatch.model.softmax_builders import (

@@ -33,6 +33,7 @@ from autobatch.api.extras import (
     get_device_info as get_device_info, print_graphviz as print_graphviz,
     FloatValue as FloatValue, UnsignedValue as UnsignedValue,
     FloatVectorValue as FloatVectorValue, UnsignedVectorValue as UnsignedVectorValue,
+    inputTensorTranspose as inputTensorTranspose,
 )
 from autobatch.api.tensor import Tensor as Tensor
 from autobatch.model.lstm_builders import (

@@ -3,7 +3,7 @@
 ``HAVE_CUDA`` is False: autobatch runs on the CPU only."""
 import numpy as np
 
-from autobatch.api.core import forward, zeros
+from autobatch.api.core import Expression, _adopt_node, _transposed_input, forward, zeros
 
 HAVE_CUDA = False
 
@@ -32,6 +32,23 @@ def zeroes(dim, batch_size=1):
 def available_devices():
     """The devices expressions can live on (DyNet's available_devices): the CPU only."""
     return ["CPU"]
+
+
+class inputTensorTranspose(Expression):
+    """DyNet's ``dy.inputTensorTranspose(val, dim=None, batch_size=1, device="")``: an input
+    Expression from flat values in column-major order (the batch last), of shape ``dim``
+    (default: one vector of them all) times ``batch_size``. ``set()`` may replace its
+    values. Batching: a leaf.
+
+    Example::
+
+        x = dy.inputTensorTranspose([1, 2, 3, 4, 5, 6], (2, 3))   # [[1, 3, 5], [2, 4, 6]]
+    """
+
+    def __new__(cls, val, dim=None, batch_size=1, device=""):
+        self = Expression.__new__(cls)
+        _adopt_node(self, _transposed_input(val, dim, batch_size, device))
+        return self
 
 
 # what DyNet raises for GPU flags (settings.py raises it too): there is no GPU here

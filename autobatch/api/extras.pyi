@@ -13,6 +13,10 @@ def available_devices() -> list[str]: ...
 
 ERRMSG: str
 
+class inputTensorTranspose(Expression):
+    def __new__(cls, val: Any, dim: _Shape | None = None, batch_size: int = 1,
+                device: str = "") -> inputTensorTranspose: ...
+
 class DeviceInfo:
     name: Any
     type: Any

@@ -363,22 +363,16 @@ cdef Expression _sparse_flat_input(object idxs, object values, object dim, objec
     return _flat_input(dense, dim, batch_size, INPUT_FIXED, where)
 
 
-cdef class inputTensorTranspose(Expression):
-    """DyNet's ``dy.inputTensorTranspose(val, dim=None, batch_size=1, device="")``: an input
-    Expression from flat values in column-major order (the batch last), of shape ``dim``
-    (default: one vector of them all) times ``batch_size``. ``set()`` may replace its
-    values. Batching: a leaf.
+def _transposed_input(val, dim=None, batch_size=1, device=""):
+    """The input node of inputTensorTranspose (api/extras.py, a Python subclass of
+    Expression: a cdef subclass here would slow the creation of every Expression)."""
+    _cpu_only(device, "inputTensorTranspose")
+    return _flat_input(val, dim, batch_size, INPUT_VALUES, "inputTensorTranspose")
 
-    Example::
 
-        x = dy.inputTensorTranspose([1, 2, 3, 4, 5, 6], (2, 3))   # [[1, 3, 5], [2, 4, 6]]
-    """
-
-    def __init__(self, val, dim=None, batch_size=1, device=""):
-        _cpu_only(device, "inputTensorTranspose")
-        cdef Expression e = _flat_input(val, dim, batch_size, INPUT_VALUES,
-                                        "inputTensorTranspose")
-        self.idx, self.version = e.idx, e.version
+def _adopt_node(Expression handle, Expression source):
+    """Point `handle` (an instance of a Python subclass of Expression) at source's node."""
+    handle.idx, handle.version = source.idx, source.version
 
 
 def to_device(e, device_str):

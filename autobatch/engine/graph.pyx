@@ -46,6 +46,14 @@ cdef int32_t new_version() except -1:
     return _last_version
 
 
+cdef int _move_arrays(EngineGraph g) except -1:
+    """AUTOBATCH_DEBUG_MOVE_ARRAYS: the node and argument arrays to new memory, the old
+    poisoned (runtime/memory.pyx), before an append; out of add_node's own code."""
+    g.nodes = <Node*>move_array(g.nodes, g.cap_nodes, g.n_nodes, sizeof(Node))
+    g.args = <int32_t*>move_array(g.args, g.cap_args, g.n_args, sizeof(int32_t))
+    return 0
+
+
 cdef class EngineGraph:
     """The engine's side of a computation graph: node storage, the forward and backward
     passes, checkpoints. The DyNet-facing class, ComputationGraph (api/computation_graph.pxi),
@@ -163,8 +171,7 @@ cdef class EngineGraph:
                 raise StaleExpressionError(f"argument {a} is not a node of this graph: an "
                                            f"Expression changed while the op was built")
         if ALWAYS_MOVE:     # the debugging switch: the arrays move on every append
-            self.nodes = <Node*>move_array(self.nodes, self.cap_nodes, i, sizeof(Node))
-            self.args = <int32_t*>move_array(self.args, self.cap_args, self.n_args, sizeof(int32_t))
+            _move_arrays(self)
         self.nodes = <Node*>grow(self.nodes, &self.cap_nodes,
                                  i + 1 + (NODE_HEADROOM if headroom else 0), sizeof(Node))
         self.born = <int32_t*>grow(self.born, &self.cap_born, i + 1, sizeof(int32_t))
