@@ -10,6 +10,7 @@ MOD_NAMES = [
     "autobatch.runtime.memory",         # arenas and growth; MemoryError on exhaustion
     "autobatch.runtime.rng",            # random streams of the random ops
     "autobatch.runtime.threads",        # the kernels' thread pool; products split over it
+    "autobatch.runtime.param_buffers",  # parameter values and the live graphs that read them
     # kernels/: batched kernels by family on raw float* (node types in runtime/nodes.pxd,
     # helpers in kernels/common.pxd)
     "autobatch.kernels.gemm",           # products split over the threads

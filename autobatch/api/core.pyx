@@ -21,6 +21,7 @@ from autobatch.engine.strategies cimport S_NONE
 from autobatch.engine.stats cimport (batch_stats, fusion_stats, batch_list, print_batch_list,
                                      print_graphviz, lower_bound, operand_stats, profile_stats)
 from autobatch.runtime.memory cimport arena_capacity
+from autobatch.runtime.param_buffers cimport ValueBuffers, ValueSource
 from autobatch.kernels.conv cimport (ConvGeom, conv_geom, pool_geom, GEOM_OK, GEOM_BAD_ARG,
                                       GEOM_FILTER_TOO_BIG)
 

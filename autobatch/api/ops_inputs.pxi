@@ -85,7 +85,8 @@ def lookup(LookupParameters p not None, index, update=True):
     """Row ``index`` of a lookup table ``p`` as an expression (DyNet's
     ``dy.lookup(p, index=0, update=True)``).
 
-    No copy: the node reads the table's memory. Shape: the table's row shape
+    The node copies its row when it is computed (as DyNet's): a later change of the
+    table does not change it. Shape: the table's row shape
     (``dim`` of ``add_lookup_parameters((n, dim))``), batch size 1. ``update=False``
     keeps the row constant; otherwise backward adds into that row's gradient only and
     the trainer updates only the rows that were looked up. An ``index`` outside
@@ -101,8 +102,7 @@ def lookup(LookupParameters p not None, index, update=True):
     cdef long i = _as_function_index(index, "lookup")
     p._row_check(i)
     cdef bint trained = update and p._updated
-    cdef int32_t n = _alias_leaf(p, OP_LOOKUP, p.row_dims,
-                                 p.vptr + i * p.row_size,
+    cdef int32_t n = _alias_leaf(p, OP_LOOKUP, p.row_dims, &p._buf.src,
                                  p.gptr + i * p.row_size if trained else NULL, <int32_t>i)
     if trained:     # a backward from here on marks row i used (DyNet's accumulate_grad)
         _here().add_row_mark(n, p.used)
@@ -130,7 +130,7 @@ def lookup_batch(LookupParameters p not None, indices, update=True):
         p._row_check(i)
     cdef Shape shape = _with_batch("lookup_batch", p.row_dims, len(idx))
     cdef bint trained = update and p._updated
-    cdef int32_t slot = _here().add_table(p.vptr, p.gptr if trained else NULL)
+    cdef int32_t slot = _here().add_table(&p._buf.src, p.gptr if trained else NULL)
     cdef int32_t at = _here().add_ints([slot] + idx, len(idx) + 1)
     cdef int32_t n = _here().add_node(OP_LOOKUP_BATCH, 0, NULL, shape, at)
     if trained:

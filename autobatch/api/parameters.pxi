@@ -32,17 +32,24 @@ cdef float* _float_ptr(object arr):
     return &view[0] if view.shape[0] > 0 else NULL
 
 
-cdef int32_t _alias_leaf(object owner, int op, Shape shape, float* val, float* grad,
+cdef int32_t _alias_leaf(object owner, int op, Shape shape, ValueSource* src, float* grad,
                          int32_t idata, bint headroom=True) except -1:
-    """A leaf that reads parameter memory in place and, given grad, trains it."""
+    """A leaf that reads parameter values when it is first computed (an OP_PARAM points
+    into them, an OP_LOOKUP copies its row into its own memory, as DyNet's nodes copy
+    at forward time: see runtime/param_buffers.pyx) and, given grad, trains them."""
     cdef ComputationGraph g = _here()
     cdef int32_t i = g.add_node(op, 0, NULL, shape, idata, NULL, headroom)
-    cdef Node* n = &g.nodes[i]
-    n.val = val
+    cdef Node* n
+    if op == OP_LOOKUP:
+        g.leaf_memory(i)
+    n = &g.nodes[i]
+    if op != OP_LOOKUP:
+        n.val = src.values
     n.flags |= F_ALIAS
     if grad != NULL:
         n.grad = grad
         n.flags |= F_NEEDS_GRAD | F_TRAINABLE
+    g.add_read(i, src)
     if not g.keepalive or g.keepalive[len(g.keepalive) - 1] is not owner:
         g.keepalive.append(owner)     # the graph points into its memory
     return i
@@ -84,15 +91,16 @@ cdef tuple _param_shape(object shape, str where, int max_dims):
 
 
 cdef class Parameters(Expression):
-    """A trainable tensor of 1 to 4 dimensions. Values and gradient are fixed numpy
-    arrays (updated in place), stored column-major as DyNet does.
+    """A trainable tensor of 1 to 4 dimensions, stored column-major as DyNet does. The
+    gradient is one fixed numpy array; the values are read by a graph's nodes as they
+    were when the graph computed them (runtime/param_buffers.pyx, docs/security.md
+    "Parameters read by a graph").
 
     As in DyNet, a Parameters is an Expression: used as one (`W * x`, `dy.tanh(b)`,
     `p.value()`, `p[0]`), it stands for its node in the calling thread's current graph
     (one per graph, created on first use, trained by backward)."""
-    cdef readonly object _flat            # 1-D float32 storage (column-major)
+    cdef readonly ValueBuffers _buf       # the values (1-D float32, column-major)
     cdef readonly object _grad_flat
-    cdef float* vptr
     cdef float* gptr
     cdef tuple _shape                     # as the user gave it, trailing 1s included
     cdef Shape dims                       # ... as a node's shape
@@ -109,14 +117,19 @@ cdef class Parameters(Expression):
         self._shape = _param_shape(shape, "parameter", MAX_DIMS)
         self.dims = _shape_from("parameter", self._shape, 1)
         n = elems_of(self.dims)
-        self._flat = np.zeros(n, dtype=np.float32)
+        self._buf = ValueBuffers(n)
         self._grad_flat = np.zeros(n, dtype=np.float32)
-        self.vptr = _float_ptr(self._flat)
         self.gptr = _float_ptr(self._grad_flat)
         self.cached_version[0] = self.cached_version[1] = -1
         self._name = name
         self._updated = True
         self._owner = owner
+
+    @property
+    def _flat(self):
+        """The values (1-D float32), safe to change in place: copied to another buffer
+        first when a live graph computed with them, so that graph keeps what it read."""
+        return self._buf.values()
 
     def shape(self):
         """The shape as given to ``add_parameters`` (a tuple, trailing 1s kept), as DyNet's
@@ -128,7 +141,7 @@ cdef class Parameters(Expression):
 
     def as_array(self):
         """Copy of the values, shaped like the parameter."""
-        return self._view(self._flat).copy()
+        return self._view(self._buf.current).copy()
 
     def grad_as_array(self):
         """A copy of the accumulated gradient, shaped like the parameter (DyNet's
@@ -137,7 +150,9 @@ cdef class Parameters(Expression):
 
     @property
     def values(self):
-        """Writable view of the values (same memory the graph reads)."""
+        """Writable view of the values: the memory nodes computed from now on read (a
+        trainer step or a change while a graph reads them may move them to another
+        buffer: take the view again after one)."""
         return self._view(self._flat)
 
     @property
@@ -149,8 +164,8 @@ cdef class Parameters(Expression):
     def set_value(self, arr):
         """Overwrite the values with ``arr`` (a numpy array or nested lists of exactly the
         parameter's shape, as DyNet requires: a transposed or flat array is a ValueError),
-        in place (DyNet's ``set_value``). A graph that already computed with the old values
-        keeps them: ``value(recalculate=True)`` computes again."""
+        as DyNet's ``set_value``. A graph that already computed with the old values keeps
+        them (DyNet's nodes copy the values): ``value(recalculate=True)`` reads the new."""
         arr = np.asarray(arr, dtype=np.float32)
         if arr.shape != self._shape:
             raise ValueError(f"Shape of values and parameter don't match in Parameters.set_value: "
@@ -158,24 +173,27 @@ cdef class Parameters(Expression):
         self._view(self._flat)[...] = arr
 
     def zero(self):
-        """Set every value of the parameter to zero (in place; expressions read the same
-        memory)."""
+        """Set every value of the parameter to zero (a graph that computed with the old
+        values keeps them)."""
         self._flat[:] = 0
 
     def scale(self, float s):
-        """Multiply every value of the parameter by ``s``, in place."""
-        self._flat *= s
+        """Multiply every value of the parameter by ``s`` (a graph that computed with the
+        old values keeps them)."""
+        flat = self._flat
+        flat *= s
 
     def scale_gradient(self, float s):
         """Multiply the parameter's accumulated gradient by ``s``, in place."""
         self._grad_flat *= s
 
     def clip_inplace(self, float left, float right):
-        """Clip every value into [left, right], in place (DyNet's clip_inplace);
+        """Clip every value into [left, right] (DyNet's clip_inplace);
         left > right is a ValueError."""
         if not left <= right:
             raise ValueError(f"clip_inplace: left ({left}) must not exceed right ({right})")
-        np.clip(self._flat, left, right, out=self._flat)
+        flat = self._flat
+        np.clip(flat, left, right, out=flat)
 
     def name(self):
         """The parameter's name within its collection (e.g. '/lstm/W_x'), as DyNet's
@@ -204,7 +222,7 @@ cdef class Parameters(Expression):
         cdef ComputationGraph g = _here()
         if g.owns(self.cached_version[k], self.cached_idx[k]):   # not renewed, not reverted
             return _wrap_in(g, self.cached_idx[k])
-        cdef int32_t i = _alias_leaf(self, OP_PARAM, self.dims, self.vptr,
+        cdef int32_t i = _alias_leaf(self, OP_PARAM, self.dims, &self._buf.src,
                                      self.gptr if k == 0 else NULL, 0, headroom)
         self.cached_idx[k] = i
         self.cached_version[k] = g.version_id
@@ -250,9 +268,8 @@ cdef class LookupParameters(Expression):
     `lp.npvalue()`), it stands for the whole table as one node of shape row shape +
     (rows,) in the current graph (every row then gets a gradient, and a backward marks
     every row)."""
-    cdef readonly object _flat            # rows one after another, each column-major
+    cdef readonly ValueBuffers _buf       # the values: rows one after another, each column-major
     cdef readonly object _grad_flat
-    cdef float* vptr
     cdef float* gptr
     cdef readonly int n_rows
     """The number of rows of the table."""
@@ -280,9 +297,8 @@ cdef class LookupParameters(Expression):
         self.row_dims = _shape_from("lookup parameters", self.row_shape, 1)
         self.row_size = elems_of(self.row_dims)
         _checked_size("lookup parameters", self.n_rows, self.row_size)
-        self._flat = np.zeros(self.n_rows * self.row_size, dtype=np.float32)
+        self._buf = ValueBuffers(self.n_rows * self.row_size)
         self._grad_flat = np.zeros(self.n_rows * self.row_size, dtype=np.float32)
-        self.vptr = _float_ptr(self._flat)
         self.gptr = _float_ptr(self._grad_flat)
         self._used_mask = np.zeros(self.n_rows, dtype=np.uint8)
         cdef uint8_t[::1] m = self._used_mask
@@ -291,6 +307,12 @@ cdef class LookupParameters(Expression):
         self._updated = True
         self._owner = owner
         self.cached_version[0] = self.cached_version[1] = -1
+
+    @property
+    def _flat(self):
+        """The values (1-D float32), safe to change in place: copied to another buffer
+        first when a live graph computed with them, so that graph keeps what it read."""
+        return self._buf.values()
 
     def shape(self):
         """``(n_rows,) + row shape`` (DyNet's ``shape()``)."""
@@ -304,7 +326,7 @@ cdef class LookupParameters(Expression):
     def as_array(self):
         """A copy of the table, of shape (n_rows,) + row shape; row i as
         ``lookup(i).npvalue()`` shows it."""
-        return self._table(self._flat).copy()
+        return self._table(self._buf.current).copy()
 
     def grad_as_array(self):
         """A copy of the accumulated gradient, of shape (n_rows,) + row shape (rows not
@@ -313,7 +335,8 @@ cdef class LookupParameters(Expression):
 
     @property
     def values(self):
-        """Writable (rows, row_size) view of the table (each row flat, column-major)."""
+        """Writable (rows, row_size) view of the table (each row flat, column-major; as
+        Parameters.values, valid until the next trainer step or change)."""
         return self._flat.reshape(self.n_rows, self.row_size)
 
     @property
@@ -351,13 +374,15 @@ cdef class LookupParameters(Expression):
         self.set_value(arr)
 
     def zero(self):
-        """Set every value of the table to zero (in place; expressions read the same
-        memory)."""
+        """Set every value of the table to zero (a graph that computed with the old values
+        keeps them)."""
         self._flat[:] = 0
 
     def scale(self, float s):
-        """Multiply every value of the table by ``s``, in place."""
-        self._flat *= s
+        """Multiply every value of the table by ``s`` (a graph that computed with the old
+        values keeps them)."""
+        flat = self._flat
+        flat *= s
 
     def scale_gradient(self, float s):
         """Multiply the table's accumulated gradient by ``s``, in place."""
@@ -402,7 +427,7 @@ cdef class LookupParameters(Expression):
         if g.owns(self.cached_version[k], self.cached_idx[k]):   # not renewed, not reverted
             return _wrap_in(g, self.cached_idx[k])
         cdef int32_t i = _alias_leaf(self, OP_PARAM, _shape_from("parameter", self.row_shape + (self.n_rows,), 1),
-                                     self.vptr, self.gptr if k == 0 else NULL, 0, headroom)
+                                     &self._buf.src, self.gptr if k == 0 else NULL, 0, headroom)
         if k == 0 and self.n_rows:      # a backward from here on marks every row used
             g.add_row_mark(i, self.used, self.n_rows)       # (whole=0 would read as one row)
         self.cached_idx[k] = i
@@ -447,12 +472,12 @@ cdef class LookupParameters(Expression):
 
     def row_as_array(self, row):
         """Copy of row `row` (0 <= row < len(self)), of the row's shape."""
-        return self._table(self._flat)[self._row_index(row)].copy()
+        return self._table(self._buf.current)[self._row_index(row)].copy()
 
     def rows_as_array(self, rows):
         """Copy of the rows `rows` (a list of ints): shape (len(rows),) + row shape."""
         idx = [self._row_index(r) for r in rows]
-        return self._table(self._flat)[idx].reshape((len(idx),) + self.row_shape)
+        return self._table(self._buf.current)[idx].reshape((len(idx),) + self.row_shape)
 
     def row_grad_as_array(self, row):
         """Copy of the gradient of row `row`."""

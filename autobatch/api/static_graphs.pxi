@@ -59,10 +59,10 @@ cdef int _set_input(ComputationGraph g, int32_t i, object values) except -1:
     return 0
 
 
-cdef LookupParameters _table_at(ComputationGraph g, float* values):
-    """The lookup table whose values start at `values` (the graph keeps it alive)."""
+cdef LookupParameters _table_at(ComputationGraph g, ValueSource* values):
+    """The lookup table whose values are `values` (the graph keeps it alive)."""
     for owner in reversed(g.keepalive):
-        if isinstance(owner, LookupParameters) and (<LookupParameters>owner).vptr == values:
+        if isinstance(owner, LookupParameters) and &(<LookupParameters>owner)._buf.src == values:
             return <LookupParameters>owner
     raise RuntimeError("set(): the lookup table of this expression is not in its graph")
 
@@ -71,13 +71,12 @@ cdef int _set_lookup(ComputationGraph g, int32_t i, object index) except -1:
     cdef long row = _as_function_index(index, "set")
     cdef Node* n = &g.nodes[i]
     cdef int size = elems(n)
-    cdef LookupParameters p = _table_at(g, n.val - <int64_t>n.idata * size)
+    cdef LookupParameters p = _table_at(g, g.read_source(i))
     p._row_check(row)
     n = &g.nodes[i]
-    n.val = p.vptr + row * size
     if n.flags & F_TRAINABLE:       # the next backward marks the new row (mark_used_rows)
         n.grad = p.gptr + row * size
-    n.idata = <int32_t>row
+    n.idata = <int32_t>row          # copied into the node at the next forward (invalidate)
     return 0
 
 
@@ -90,7 +89,7 @@ cdef int _set_lookup_batch(ComputationGraph g, int32_t i, object indices) except
     if len(rows) != n.bs:
         raise ValueError(f"set(): {len(rows)} indices for a lookup_batch of {n.bs} (its batch "
                          f"size cannot change)")
-    cdef LookupParameters p = _table_at(g, g.tables[2 * slot])
+    cdef LookupParameters p = _table_at(g, g.table_src[slot])
     for r in rows:
         p._row_check(r)
     for k in range(len(rows)):      # the next backward marks the new rows (mark_used_rows)

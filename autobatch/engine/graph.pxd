@@ -7,6 +7,7 @@ from autobatch.runtime.nodes cimport Node, Shape, Attrs, Batch
 from autobatch.runtime.rng cimport Rng
 from autobatch.runtime.memory cimport Arena, ArenaMark
 from autobatch.runtime.pack_cache cimport PackCache
+from autobatch.runtime.param_buffers cimport ValueSource
 from autobatch.runtime.profile cimport Profile, Traffic
 from autobatch.runtime.nodes cimport NodeView
 from autobatch.engine.scheduler cimport Sched
@@ -14,9 +15,15 @@ from autobatch.engine.signatures cimport SigTable
 
 # the graph's sizes at cg_checkpoint(), to go back to at cg_revert()
 ctypedef struct Checkpoint:
-    int64_t n_nodes, n_args, n_ibuf, n_tables, n_marks, n_sigs, n_keepalive
+    int64_t n_nodes, n_args, n_ibuf, n_tables, n_marks, n_sigs, n_keepalive, n_reads
     int64_t log_n, log_n_ids, resets
     ArenaMark leaf, values
+
+# a leaf that reads a parameter (OP_PARAM: points into its buffer) or a lookup row
+# (OP_LOOKUP: its row copied into the node) when it is first computed
+ctypedef struct LeafRead:
+    int32_t node
+    ValueSource* src
 
 cdef int32_t new_version() except -1
 
@@ -40,6 +47,11 @@ cdef class EngineGraph:
     cdef int64_t n_ibuf, cap_ibuf
     cdef float** tables                 # lookup tables read by nodes: (values, gradients) pairs
     cdef int64_t n_tables, cap_tables
+    cdef ValueSource** table_src        # where each table's values are (read at each forward)
+    cdef int64_t cap_table_src
+    cdef LeafRead* reads                # leaves that read parameters, in node order
+    cdef int64_t n_reads, cap_reads
+    cdef int64_t n_read                 # reads[:n_read] are done (computed)
     cdef RowMark* marks                 # trainable lookups: rows a backward marks as used
     cdef int64_t n_marks, cap_marks
     cdef list keepalive                 # Python objects whose memory nodes point into
@@ -88,7 +100,10 @@ cdef class EngineGraph:
                           int32_t idata=*, const Attrs* attr=*, bint headroom=*) except -1
     cdef float* leaf_memory(self, int32_t i) except NULL
     cdef int32_t add_ints(self, object values, int count) except -1
-    cdef int32_t add_table(self, float* values, float* grads) except -1
+    cdef int32_t add_table(self, ValueSource* values, float* grads) except -1
+    cdef int add_read(self, int32_t node, ValueSource* src) except -1
+    cdef ValueSource* read_source(self, int32_t node) noexcept
+    cdef void read_leaves(self) noexcept
     cdef int add_row_mark(self, int32_t node, uint8_t* used, int32_t whole=*) except -1
     cdef int check_idle(self) except -1
     cdef int forward_to(self, int32_t target) except -1

@@ -16,7 +16,8 @@ from autobatch.engine.backward cimport backward_pass, mark_used_rows
 from autobatch.engine.checkpoints cimport computed_any, uncompute, drop_signatures, drop_uses
 from autobatch.engine.executor cimport run_batch, log_reset, log_free
 from autobatch.runtime.nodes cimport OpDef, elems, MAX_DIMS, F_DONE, F_NEEDS_GRAD
-from autobatch.engine.optable cimport op_table, OP_NOBACKPROP
+from autobatch.runtime.param_buffers cimport ValueSource, add_reader, graph_started, graph_ended
+from autobatch.engine.optable cimport op_table, OP_NOBACKPROP, OP_LOOKUP
 from autobatch.runtime.rng cimport rng_seed
 from autobatch.runtime.memory cimport (arena_alloc_or_raise, arena_reset, arena_free,
                                 arena_mark, arena_revert, grow, arrays_always_move,
@@ -63,12 +64,14 @@ cdef class EngineGraph:
         self.fusion = True
         self.keepalive = []
         self.version_id = self.base_version = new_version()
+        graph_started(self.base_version)
         self._clear()
         self.nodes = <Node*>grow(self.nodes, &self.cap_nodes, NODE_HEADROOM, sizeof(Node))
         self.set_strategy(strategy)
         self.t_last = prof_now()
 
     def __dealloc__(self):
+        graph_ended(self.base_version)
         arena_free(&self.leaf_arena)
         arena_free(&self.arena)
         arena_free(&self.garena)
@@ -78,6 +81,8 @@ cdef class EngineGraph:
         free(self.args)
         free(self.ibuf)
         free(self.tables)
+        free(self.table_src)
+        free(self.reads)
         free(self.marks)
         sig_free(&self.sigs)
         packs_free(&self.packs)
@@ -86,6 +91,7 @@ cdef class EngineGraph:
 
     cdef void _clear(self):
         self.n_nodes = self.n_args = self.n_ibuf = self.n_tables = self.n_marks = 0
+        self.n_reads = self.n_read = 0
         self.n_checkpoints = 0
         self.backward_target = -1
         sig_reset(&self.sigs)
@@ -109,6 +115,8 @@ cdef class EngineGraph:
         arena_reset(&self.arena)
         arena_reset(&self.garena)
         self.keepalive = []
+        graph_ended(self.base_version)      # the buffers it read may be written again
+        graph_started(version)
         self.version_id = self.base_version = version
         self._clear()
         self.set_strategy(strategy)
@@ -229,18 +237,60 @@ cdef class EngineGraph:
         self.n_ibuf = at + count
         return <int32_t>at
 
-    cdef int32_t add_table(self, float* values, float* grads) except -1:
-        """The slot of a lookup table (its values, and gradients or NULL) in `tables`."""
+    cdef int32_t add_table(self, ValueSource* values, float* grads) except -1:
+        """The slot of a lookup table (where its values are, its gradients or NULL) in
+        `tables`; the values' pointer is refreshed at each forward (read_leaves)."""
         cdef int64_t n = self.n_tables
-        if n > 0 and self.tables[2 * n - 2] == values and self.tables[2 * n - 1] == grads:
+        if n > 0 and self.table_src[n - 1] == values and self.tables[2 * n - 1] == grads:
             return <int32_t>(n - 1)
         if n >= 1073741823:
             raise MemoryError("autobatch: too many lookup tables in one graph")
         self.tables = <float**>grow(self.tables, &self.cap_tables, 2 * n + 2, sizeof(float*))
-        self.tables[2 * n] = values
+        self.table_src = <ValueSource**>grow(self.table_src, &self.cap_table_src, n + 1,
+                                             sizeof(ValueSource*))
+        self.tables[2 * n] = values.values
         self.tables[2 * n + 1] = grads
+        self.table_src[n] = values
         self.n_tables = n + 1
         return <int32_t>n
+
+    cdef int add_read(self, int32_t node, ValueSource* src) except -1:
+        """Leaf `node` reads the parameter values `src` when it is first computed: an
+        OP_PARAM node points into them (and the graph becomes their reader), an OP_LOOKUP
+        node (with leaf memory) copies its row, as DyNet's nodes copy at forward time."""
+        self.reads = <LeafRead*>grow(self.reads, &self.cap_reads, self.n_reads + 1, sizeof(LeafRead))
+        self.reads[self.n_reads].node = node
+        self.reads[self.n_reads].src = src
+        self.n_reads += 1
+        return 0
+
+    cdef ValueSource* read_source(self, int32_t node) noexcept:
+        """The parameter values leaf `node` reads (NULL: none)."""
+        cdef int64_t k
+        for k in range(self.n_reads - 1, -1, -1):
+            if self.reads[k].node == node:
+                return self.reads[k].src
+        return NULL
+
+    cdef void read_leaves(self) noexcept:
+        """Before a pass computes anything: the leaves made since the last pass (or every
+        leaf after invalidate) take the parameters' values of now, and the lookup tables'
+        slots point at their current buffers."""
+        cdef int64_t k
+        cdef Node* n
+        cdef ValueSource* src
+        for k in range(self.n_read, self.n_reads):
+            n = &self.nodes[self.reads[k].node]
+            src = self.reads[k].src
+            if n.op == OP_LOOKUP:
+                if n.size:
+                    memcpy(n.val, src.values + <int64_t>n.idata * n.size, n.size * sizeof(float))
+            else:
+                n.val = src.values
+                add_reader(src, self.base_version)
+        self.n_read = self.n_reads
+        for k in range(self.n_tables):
+            self.tables[2 * k] = self.table_src[k].values
 
     cdef int add_row_mark(self, int32_t node, uint8_t* used, int32_t whole=0) except -1:
         """Remember that a backward from `node` or a later node marks the rows of the
@@ -271,6 +321,9 @@ cdef class EngineGraph:
         the nodes of all targets batch together)."""
         cdef int64_t k
         cdef bint done = True
+        if self.n_read < self.n_reads:      # a leaf's value is read even when done
+            self.check_idle()
+            self.read_leaves()
         for k in range(n):
             if not 0 <= targets[k] < self.n_nodes:
                 raise IndexError(f"no node {targets[k]} in this graph ({self.n_nodes} nodes)")
@@ -292,6 +345,7 @@ cdef class EngineGraph:
         cdef NodeView v = self.view()
         cdef Batch ctx = self.context()
         cdef int64_t count = sched_collect_many(&self.sched, &v, targets, n_targets, False)
+        self.read_leaves()
         packs_begin(&self.packs)        # parameters may have changed since the last pass
         cdef double t_sched = prof_now() - t0, t_run = 0
         run_forward(&v, &ctx, &self.sched, &self.log, &self.sigs, &self.packs, self.strategy_id,
@@ -378,6 +432,7 @@ cdef class EngineGraph:
                 self.nodes[i].grad = NULL   # its gradient memory goes with the values
         log_reset(&self.log)
         arena_reset(&self.arena)        # computed values go; inputs stay (leaf_arena)
+        self.n_read = 0                 # parameters and lookups are read again (DyNet's forward)
         self.backward_target = -1       # gradients of the old values go too
         self.resets += 1
 
@@ -400,6 +455,7 @@ cdef class EngineGraph:
         cp.n_nodes, cp.n_args, cp.n_ibuf = self.n_nodes, self.n_args, self.n_ibuf
         cp.n_tables, cp.n_sigs, cp.n_keepalive = self.n_tables, self.sigs.n, len(self.keepalive)
         cp.n_marks = self.n_marks
+        cp.n_reads = self.n_reads
         cp.log_n, cp.log_n_ids, cp.resets = self.log.n, self.log.n_ids, self.resets
         cp.leaf = arena_mark(&self.leaf_arena)
         cp.values = arena_mark(&self.arena)
@@ -430,6 +486,8 @@ cdef class EngineGraph:
         arena_revert(&self.leaf_arena, cp.leaf)
         self.n_nodes, self.n_args, self.n_ibuf = cp.n_nodes, cp.n_args, cp.n_ibuf
         self.n_tables, self.n_marks = cp.n_tables, cp.n_marks
+        self.n_reads = cp.n_reads
+        self.n_read = min(self.n_read, self.n_reads)
         del self.keepalive[cp.n_keepalive:]
         if self.backward_target >= cp.n_nodes:  # the loss was dropped: its gradients go
             self.backward_target = -1

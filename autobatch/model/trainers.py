@@ -179,32 +179,39 @@ class Trainer:
         entry = self._state.get(id(p))
         if entry is None or entry[0] is not p:
             if isinstance(p, LookupParameters):
-                shape, values, grad, mask = p.values.shape, p.values, p.grad, p._used_mask
+                shape, mask, row_size = (p.n_rows, p.row_size), p._used_mask, p.row_size
             else:
-                shape, values, grad, mask = p._flat.shape, p._flat, p._grad_flat, None
+                shape, mask, row_size = (p._buf.n,), None, 0
             states = [np.zeros(shape, dtype=np.float32) for _ in self.state_names]
-            row_size = p.row_size if mask is not None else 0
-            entry = (p, _update.Slot(values, grad, states, mask, row_size, owner=p))
+            entry = (p, _update.Slot(p._buf, p._grad_flat.reshape(shape), states, mask,
+                                     row_size, owner=p))
             self._state[id(p)] = entry
         return entry[1]
 
     def _clip_scale(self, dense, sparse):
+        """The clipping factor of the gradients, and whether it clips (1 or 0); changes
+        nothing (the counts are the step's, see _update)."""
         if not self.clipping_enabled:
-            return 1.0
+            return 1.0, 0
         # compiled, double sums; never numpy's dot, whose threaded BLAS would wake
         # threads that then spin beside the engine's single-threaded work
         norm = math.sqrt(_update.squared_norm(dense, sparse))
         if not math.isfinite(norm):
             raise RuntimeError(f"Magnitude of gradient is bad: {norm}")
         if norm > self.clip_threshold:
-            self.clips += 1
-            self._clips_since_status += 1
-            return self.clip_threshold / norm
-        return 1.0
+            return self.clip_threshold / norm, 1
+        return 1.0, 0
 
     def update(self):
-        """One optimizer step over the model's parameters (see the module docstring)."""
-        self._update(self.model.parameters_list(), self.model.lookup_parameters_list())
+        """One optimizer step over the model's parameters (see the module docstring).
+        All or nothing: a Ctrl-C before the step starts stops it, one during it is
+        raised once the step (values, state, decay, counters) is complete."""
+        self._update(self.model.parameters_list(), self.model.lookup_parameters_list(),
+                     self._scheduled())
+
+    def _scheduled(self):
+        """Attributes the step sets with the counters (a schedule's next learning rate)."""
+        return {}
 
     def update_subset(self, updated_params, updated_lookups):
         """One optimizer step over some parameters only: `updated_params` and
@@ -218,29 +225,51 @@ class Trainer:
         params, lookups = self.model.parameters_list(), self.model.lookup_parameters_list()
         self._update([params[i] for i in ip], [lookups[i] for i in il])
 
-    def _update(self, params, lookups):
+    def _update(self, params, lookups, after=None):
         dense = [self._slot(p) for p in params if p.is_updated()]
         sparse = []
         for lp in lookups:
             if lp.is_updated():
                 (sparse if self.sparse_updates_enabled else dense).append(self._slot(lp))
-        scale = self._clip_scale(dense, sparse)
+        scale, clipped = self._clip_scale(dense, sparse)
         lam = self.model.get_weight_decay()
         keep = np.float32(1.0 - lam) if lam else 1.0
+        counters = {"updates": self.updates + 1,
+                    "_updates_since_status": self._updates_since_status + 1,
+                    "clips": self.clips + clipped,
+                    "_clips_since_status": self._clips_since_status + clipped}
+        counters.update(after or {})
         rule = _COMPILED_RULES.get(getattr(self.rule, "__func__", None))
-        if rule is not None:
-            # one pass per parameter, the decay of the dense ones included; the used
-            # rows of the tables updated are unmarked
-            _update.apply(rule, dense, sparse, scale=scale, keep=keep, **self._hyper())
-        else:
+        if rule is None:
+            self._python_step(dense, sparse, lookups, scale, keep, counters)
+            return
+        # one pass per parameter, the decay of the dense ones included; the used rows
+        # of the tables updated are unmarked, those of the others here
+        stepped = {id(sl.owner) for sl in dense}
+        decayed = [p._buf for p in self.model.parameters_list() + self.model.lookup_parameters_list()
+                   if id(p) not in stepped] if keep != 1 else []
+        unmark = [lp._used_mask for lp in lookups if not lp.is_updated()]
+        _update.step(self, rule, dense, sparse, decayed, unmark, counters,
+                     scale=scale, keep=keep, **self._hyper())
+
+    def _python_step(self, dense, sparse, lookups, scale, keep, counters):
+        """The step through `rule` in Python (a subclass that overrides it), all or
+        nothing: on any exception (a Ctrl-C included) what it changed is put back."""
+        everything = self.model.parameters_list() + self.model.lookup_parameters_list()
+        saved = [(a, a.copy()) for p in everything for a in (p._flat, p._grad_flat)]
+        saved += [(s, s.copy()) for sl in dense + sparse for s in sl.states]
+        saved += [(lp._used_mask, lp._used_mask.copy()) for lp in lookups]
+        try:
             self._python_rules(dense, sparse, scale)
-        for lp in lookups:
-            if rule is None or not lp.is_updated():
+            for lp in lookups:
                 lp.clear_used()
-        if keep != 1:
-            self._weight_decay(keep, {id(sl.owner) for sl in dense} if rule is not None else ())
-        self.updates += 1
-        self._updates_since_status += 1
+            if keep != 1:
+                self._weight_decay(keep)
+            for name, value in counters.items():
+                setattr(self, name, value)
+        except BaseException:
+            _update.restore(saved)
+            raise
 
     def _python_rules(self, dense, sparse, scale):
         """The step through `rule` in Python (a subclass that overrides it)."""
@@ -260,13 +289,11 @@ class Trainer:
                 s[rows] = g
             grad[rows] = 0
 
-    def _weight_decay(self, keep, decayed):
-        # DyNet scales the whole collection (one global factor), used or not; the
-        # compiled rules already scaled the parameters they updated densely
+    def _weight_decay(self, keep):
+        # DyNet scales the whole collection (one global factor), used or not
         for p in self.model.parameters_list() + self.model.lookup_parameters_list():
-            if id(p) not in decayed:
-                flat = p._flat
-                flat *= keep        # in place: the engine reads this memory
+            flat = p._flat      # safe to change: a live graph keeps the values it read
+            flat *= keep
 
     def _hyper(self):
         """The hyperparameters of the compiled rule (keyword arguments of _update.apply)."""
@@ -304,13 +331,13 @@ class CyclicalSGDTrainer(SimpleSGDTrainer):
         self.gamma = hyperparameter("gamma", gamma, lo_open=True)
         self.it = 0
 
-    def update(self):
-        super().update()
+    def _scheduled(self):
+        # the learning rate after update number `it`, set with the step's counters
         cycle = np.floor(1 + self.it / (2 * self.step_size))
         x = abs(self.it / self.step_size - 2 * cycle + 1)
-        self.learning_rate = self.e_min + (
-            (self.e_max - self.e_min) * (1 - x) * self.gamma ** self.it if 1 - x > 0 else 0.0)
-        self.it += 1
+        lr = self.e_min + ((self.e_max - self.e_min) * (1 - x) * self.gamma ** self.it
+                           if 1 - x > 0 else 0.0)
+        return {"learning_rate": lr, "it": self.it + 1}
 
 
 class MomentumSGDTrainer(Trainer):

@@ -84,8 +84,8 @@ def test_compiled_rule_equals_numpy_rule(name, decay, sparse):
 
 def test_builtin_trainers_take_the_compiled_path(monkeypatch):
     calls = []
-    apply = _update.apply
-    monkeypatch.setattr(_update, "apply", lambda *a, **k: calls.append(a[0]) or apply(*a, **k))
+    step = _update.step
+    monkeypatch.setattr(_update, "step", lambda *a, **k: calls.append(a[1]) or step(*a, **k))
     pc, params, lookups = model(seed=0)
     for cls, kw in TRAINERS.values():
         calls.clear()

@@ -289,7 +289,10 @@ def test_a_pass_after_a_parameter_changed_sees_the_new_values(isa, model, how, b
     assert after == pytest.approx(fresh, rel=1e-6)
 
 
-def test_a_python_strategy_may_change_parameters_between_batches(isa, model):
+def test_a_parameter_changed_between_batches_keeps_its_values_in_the_pass(isa, model):
+    """A Python strategy scales W between the two batches of W: as in DyNet (its
+    parameter node copies the values when computed), the graph keeps the values it
+    read, in both batches and in the packed weights; a new pass reads the new ones."""
     _, W, _, xs = model
     calls = []
 
@@ -306,7 +309,10 @@ def test_a_python_strategy_may_change_parameters_between_batches(isa, model):
     W0 = W.as_array()
     dy.renew_cg(strategy=OneNodeAtATime())
     total = dy.esum([W * dy.inputVector(xs[0]), W * dy.inputVector(xs[1])])
-    np.testing.assert_allclose(total.npvalue(), W0 @ xs[0] + 2 * W0 @ xs[1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(total.npvalue(), W0 @ xs[0] + W0 @ xs[1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(W.as_array(), 2 * W0)
+    np.testing.assert_allclose(total.npvalue(recalculate=True), 2 * W0 @ (xs[0] + xs[1]),
+                               rtol=1e-5, atol=1e-5)
 
 
 def cells(W, b, U, xs):
