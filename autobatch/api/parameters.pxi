@@ -1,4 +1,5 @@
-# Parameter storage the graph reads without copying. Included by api/core.pyx.
+# Parameters and lookup tables: their values (runtime/param_buffers), gradients and the
+# leaves that read them. Included by api/core.pyx.
 
 # ------------------------------------------------------------- parameters ----
 

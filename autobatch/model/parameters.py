@@ -199,7 +199,7 @@ class ParameterCollection:
     def parameter_count(self):
         """The number of scalar values in all the collection's parameters and lookup
         tables."""
-        return sum(p._flat.size for p in self.parameters_list() + self.lookup_parameters_list())
+        return sum(p._buf.n for p in self.parameters_list() + self.lookup_parameters_list())
 
     def gradient_l2_norm(self):
         """L2 norm of all gradients in the collection."""

@@ -25,6 +25,12 @@ Each trainer's `rule` below is its numpy reference; `update()` runs the built-in
 compiled loops (autobatch/model/update_rules.pyx: steps 1-4 in one pass over each parameter, the
 same float32 numbers). A subclass that overrides `rule` in Python gets it called, on
 numpy arrays, as before.
+
+A step is all or nothing: a Ctrl-C (any exception of a signal handler) before it
+starts stops it, one during it is raised once it is complete (the compiled step runs no
+Python code; a Python rule's step is undone on an exception). A graph that computed
+with the parameters keeps the values it read: the step writes elsewhere while the
+graph lives (autobatch/runtime/param_buffers.pyx).
 """
 import math
 import operator
@@ -207,11 +213,11 @@ class Trainer:
         All or nothing: a Ctrl-C before the step starts stops it, one during it is
         raised once the step (values, state, decay, counters) is complete."""
         self._update(self.model.parameters_list(), self.model.lookup_parameters_list(),
-                     self._scheduled())
+                     None if self._scheduled is None else self._scheduled())
 
-    def _scheduled(self):
-        """Attributes the step sets with the counters (a schedule's next learning rate)."""
-        return {}
+    # a method returning the attributes the step sets with its counts (a schedule's
+    # next learning rate), or None
+    _scheduled = None
 
     def update_subset(self, updated_params, updated_lookups):
         """One optimizer step over some parameters only: `updated_params` and
@@ -227,48 +233,47 @@ class Trainer:
 
     def _update(self, params, lookups, after=None):
         dense = [self._slot(p) for p in params if p.is_updated()]
-        sparse = []
+        sparse, unmark = [], []
         for lp in lookups:
             if lp.is_updated():
                 (sparse if self.sparse_updates_enabled else dense).append(self._slot(lp))
+            else:
+                unmark.append(lp._used_mask)     # (the step unmarks the tables it updates)
         scale, clipped = self._clip_scale(dense, sparse)
         lam = self.model.get_weight_decay()
         keep = np.float32(1.0 - lam) if lam else 1.0
-        counters = {"updates": self.updates + 1,
-                    "_updates_since_status": self._updates_since_status + 1,
-                    "clips": self.clips + clipped,
-                    "_clips_since_status": self._clips_since_status + clipped}
-        counters.update(after or {})
         rule = _COMPILED_RULES.get(getattr(self.rule, "__func__", None))
         if rule is None:
-            self._python_step(dense, sparse, lookups, scale, keep, counters)
+            self._python_step(dense, sparse, lookups, scale, keep, clipped, after)
             return
-        # one pass per parameter, the decay of the dense ones included; the used rows
-        # of the tables updated are unmarked, those of the others here
-        stepped = {id(sl.owner) for sl in dense}
-        decayed = [p._buf for p in self.model.parameters_list() + self.model.lookup_parameters_list()
-                   if id(p) not in stepped] if keep != 1 else []
-        unmark = [lp._used_mask for lp in lookups if not lp.is_updated()]
-        _update.step(self, rule, dense, sparse, decayed, unmark, counters,
+        decayed = []
+        if keep != 1:   # the dense steps decay what they update
+            stepped = {id(sl.owner) for sl in dense}
+            decayed = [p._buf for p in self.model.parameters_list() + self.model.lookup_parameters_list()
+                       if id(p) not in stepped]
+        _update.step(self, rule, dense, sparse, decayed, unmark, clipped, after,
                      scale=scale, keep=keep, **self._hyper())
 
-    def _python_step(self, dense, sparse, lookups, scale, keep, counters):
+    def _python_step(self, dense, sparse, lookups, scale, keep, clipped, after):
         """The step through `rule` in Python (a subclass that overrides it), all or
         nothing: on any exception (a Ctrl-C included) what it changed is put back."""
         everything = self.model.parameters_list() + self.model.lookup_parameters_list()
         saved = [(a, a.copy()) for p in everything for a in (p._flat, p._grad_flat)]
         saved += [(s, s.copy()) for sl in dense + sparse for s in sl.states]
         saved += [(lp._used_mask, lp._used_mask.copy()) for lp in lookups]
+        names = _update.COUNTERS + tuple(after or ())
+        counters = {name: getattr(self, name) for name in names}
         try:
             self._python_rules(dense, sparse, scale)
             for lp in lookups:
                 lp.clear_used()
             if keep != 1:
                 self._weight_decay(keep)
-            for name, value in counters.items():
-                setattr(self, name, value)
+            _update.count_step(self, clipped, after)
         except BaseException:
             _update.restore(saved)
+            for name, value in counters.items():
+                setattr(self, name, value)
             raise
 
     def _python_rules(self, dense, sparse, scale):

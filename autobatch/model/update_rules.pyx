@@ -313,12 +313,36 @@ def apply(int rule, list dense, list sparse, double lr=0, double mom=0, double r
     applies) and on the used rows of every table Slot of `sparse` (with no weight decay:
     the caller decays whole tables). Gradients read are zeroed, the used rows of every
     table unmarked. Hyperparameters are rounded to float32, as np.float32() does."""
-    step(None, rule, dense, sparse, [], [], {}, lr=lr, mom=mom, rho=rho, beta_1=beta_1,
+    step(None, rule, dense, sparse, [], [], 0, None, lr=lr, mom=mom, rho=rho, beta_1=beta_1,
          beta_2=beta_2, eps=eps, scale=scale, keep=keep)
 
 
+# a trainer's counts of steps and clips (and since its last status())
+COUNTERS = ("updates", "_updates_since_status", "clips", "_clips_since_status")
+
+
+def count_step(object trainer, int clipped, dict after):
+    """Count one step (clipped: whether it clipped) on `trainer` and set the attributes
+    of `after` (None: none), with no Python code run."""
+    _count_step(trainer, clipped, after)
+
+
+cdef int _count_step(object trainer, int clipped, dict after) except -1:
+    if trainer is None:
+        return 0
+    trainer.updates += 1
+    trainer._updates_since_status += 1
+    if clipped:
+        trainer.clips += 1
+        trainer._clips_since_status += 1
+    if after:
+        for name, value in after.items():
+            setattr(trainer, name, value)
+    return 0
+
+
 def step(object trainer, int rule, list dense, list sparse, list decayed, list unmark,
-         dict counters, double lr=0, double mom=0, double rho=0, double beta_1=0,
+         int clipped, dict after, double lr=0, double mom=0, double rho=0, double beta_1=0,
          double beta_2=0, double eps=0, double scale=1, double keep=1):
     """One trainer step, all or nothing: everything that can fail (checks, a second
     buffer to allocate) is done before the first value changes, and from then on no
@@ -326,7 +350,7 @@ def step(object trainer, int rule, list dense, list sparse, list decayed, list u
 
     `rule` on `dense` and `sparse` as `apply`; then every ValueBuffers of `decayed`
     (the parameters no dense step decayed) is multiplied by `keep`, every used-row mask
-    of `unmark` zeroed, and the attributes `counters` (name -> value) set on `trainer`."""
+    of `unmark` zeroed, and the step counted on `trainer` (count_step; None: none)."""
     if not 0 <= rule < N_RULES:
         raise ValueError(f"unknown rule {rule}")
     cdef rule_fn loop = RULE_TABLE[rule].loop
@@ -337,27 +361,28 @@ def step(object trainer, int rule, list dense, list sparse, list decayed, list u
     cdef Slot sl
     cdef _Decay d
     cdef uint8_t[::1] m
-    for group in (dense, sparse):
-        for sl in group:
-            if sl.n_states < needs:
-                raise ValueError(f"rule {rule} needs {needs} state arrays")
-            if group is sparse and sl.used == NULL and sl.n_rows != 0:
-                raise ValueError("a sparse update needs a lookup table's slot")
-    masks = [np.asarray(a, dtype=np.uint8) for a in unmark]
-    for a, b in zip(masks, unmark):
-        if a is not b or not a.flags.c_contiguous:
-            raise ValueError("a used-row mask is a C-contiguous uint8 array")
+    # the checks, and the buffers each step writes (choosing them changes no value:
+    # allocating a second buffer may fail, so it is done before any change)
+    for sl in dense:
+        if sl.n_states < needs:
+            raise ValueError(f"rule {rule} needs {needs} state arrays")
+        sl._prepare(True)
+    for sl in sparse:
+        if sl.n_states < needs:
+            raise ValueError(f"rule {rule} needs {needs} state arrays")
+        if sl.used == NULL and sl.n_rows != 0:
+            raise ValueError("a sparse update needs a lookup table's slot")
+        if sl.used != NULL:
+            sl._prepare(False)
+    cdef list masks = []
+    for a in unmark:
+        m = a           # a C-contiguous uint8 array, else an error before any change
+        masks.append(m)
     decays = []
     for buf in decayed:
         d = _Decay()
         d.buf = buf
         decays.append(d)
-    # the buffers each step writes (allocating a second one may fail: before any change)
-    for sl in dense:
-        sl._prepare(True)
-    for sl in sparse:
-        if sl.used != NULL:
-            sl._prepare(False)
     for d in decays:
         d.old = d.buf.src.values
         d.out = d.buf.step_target()
@@ -374,12 +399,10 @@ def step(object trainer, int rule, list dense, list sparse, list decayed, list u
     for d in decays:
         scale_values(d.out, d.old, d.buf.n, <float>keep)
         d.buf.step_done(d.out)
-    for a in masks:
-        m = a
+    for m in masks:
         if m.shape[0]:
             memset(&m[0], 0, m.shape[0])
-    for name, value in counters.items():
-        setattr(trainer, name, value)
+    _count_step(trainer, clipped, after)
 
 
 def restore(list saved):
