@@ -11,7 +11,7 @@ import pytest
 
 import autobatch as dy
 
-TRIALS = 60
+TRIALS = 40
 
 
 @pytest.fixture
@@ -65,8 +65,8 @@ def same(a, b):
         x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a[0], b[0]))
 
 
-@pytest.mark.parametrize("trainer_class, big, trials", [(dy.AdamTrainer, 20000, TRIALS),
-                                                         (PythonAdam, 4000, TRIALS // 3)],
+@pytest.mark.parametrize("trainer_class, big, trials", [(dy.AdamTrainer, 12000, TRIALS),
+                                                         (PythonAdam, 3000, TRIALS // 3)],
                          ids=["compiled", "python-rule"])
 def test_an_interrupted_update_is_all_or_nothing(alarm, trainer_class, big, trials):
     _, params, table, tr = model(trainer_class, big)
@@ -89,7 +89,7 @@ def test_an_interrupted_update_is_all_or_nothing(alarm, trainer_class, big, tria
         try:
             alarm(max(float(delay), 1e-6))
             tr.update()
-            time.sleep(0.05)        # (the timer fires here when the step was faster)
+            time.sleep(30)          # (the timer fires here when the step was faster)
         except KeyboardInterrupt:
             interrupted += 1
         finally:
