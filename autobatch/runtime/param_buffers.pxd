@@ -23,11 +23,12 @@ cdef class ValueBuffers:
     cdef ValueSource src
     cdef readonly object current        # the float32 array `src.values` points into
     cdef object spare                   # a second array of the same size, or None
+    cdef float* spare_values            # its first element (NULL: none, or no elements)
     cdef Readers spare_readers
     cdef list retired                   # [(array, Readers)]: replaced, still read
     cdef readonly Py_ssize_t n
     cdef void _prune(self)
-    cdef object _free_spare(self)
+    cdef float* _free_spare(self) except? NULL
     cdef void _swap(self) noexcept
     cdef float* writable(self) except? NULL
     cdef float* step_target(self) except? NULL

@@ -115,6 +115,7 @@ cdef class ValueBuffers:
         self.n = n
         self.current = np.zeros(n, dtype=np.float32)
         self.spare = None
+        self.spare_values = NULL
         self.retired = []
         self.src.values = _ptr(self.current)
         _clear(&self.src.readers)
@@ -124,8 +125,8 @@ cdef class ValueBuffers:
         if self.retired:
             self.retired = [(a, r) for a, r in self.retired if is_read(&(<_ReadersBox>r).r)]
 
-    cdef object _free_spare(self):
-        """A second array no live graph reads (made on first need; a read one is kept
+    cdef float* _free_spare(self) except? NULL:
+        """A second buffer no live graph reads (made on first need; a read one is kept
         until its graphs end)."""
         if self.spare is not None and is_read(&self.spare_readers):
             self._prune()
@@ -133,14 +134,16 @@ cdef class ValueBuffers:
             self.spare = None
         if self.spare is None:
             self.spare = np.empty(self.n, dtype=np.float32)
+            self.spare_values = _ptr(self.spare)
         _clear(&self.spare_readers)
-        return self.spare
+        return self.spare_values
 
     cdef void _swap(self) noexcept:
         """The spare becomes current (no graph reads it: its readers were cleared)."""
         cdef Readers r = self.src.readers
+        cdef float* values = self.src.values
         self.current, self.spare = self.spare, self.current
-        self.src.values = _ptr(self.current)
+        self.src.values, self.spare_values = self.spare_values, values
         self.src.readers = self.spare_readers
         self.spare_readers = r
 
@@ -148,8 +151,7 @@ cdef class ValueBuffers:
         """The current values, safe to change in place: copied to another buffer first
         when a live graph computed with them."""
         if self.n and is_read(&self.src.readers):
-            spare = self._free_spare()
-            memcpy(_ptr(spare), self.src.values, self.n * sizeof(float))
+            memcpy(self._free_spare(), self.src.values, self.n * sizeof(float))
             self._swap()
         return self.src.values
 
@@ -157,7 +159,7 @@ cdef class ValueBuffers:
         """Where a step that reads every value writes the new ones: the current buffer
         (in place) unless a live graph reads it, else the spare; `step_done` after."""
         if self.n and is_read(&self.src.readers):
-            return _ptr(self._free_spare())
+            return self._free_spare()
         return self.src.values
 
     cdef void step_done(self, float* target) noexcept:
