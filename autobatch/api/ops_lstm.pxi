@@ -167,12 +167,8 @@ def _vanilla_lstm_run(list xs, list layer_params, list h0, list c0, int hidden,
 cdef Expression _vanilla_gates(str op, list x_t, object h_tm1, object Wx, object Wh, object b,
                                object mask_x, object mask_h, float weightnoise_std):
     """DyNet's checks (VanillaLSTMGates::dim_forward), then the nodes."""
-    if weightnoise_std > 0.0:
-        # DyNet 2.2 draws noisy copies of the weights and then skips the products (its
-        # gates are those of the bias alone): nothing here to be faithful to
-        raise NotImplementedError(f"{op}: weight noise (weightnoise_std > 0) is not supported")
-    if weightnoise_std != weightnoise_std:
-        raise ValueError(f"{op}: weightnoise_std is NaN")
+    if not weightnoise_std >= 0.0 or weightnoise_std == float("inf"):
+        raise ValueError(f"{op}: weightnoise_std must be a finite number >= 0, got {weightnoise_std}")
     if not x_t:
         raise ValueError(f"{op}: x_t needs at least one expression")
     cdef list xs = [_as_expr(x) for x in x_t]
@@ -200,6 +196,13 @@ cdef Expression _vanilla_gates(str op, list x_t, object h_tm1, object Wx, object
     if masks:
         _vanilla_mask(op, "dropout_mask_x", _node(g, masks[0]), inputs, batch)
         _vanilla_mask(op, "dropout_mask_h", _node(g, masks[1]), hidden, batch)
+    if weightnoise_std > 0.0:
+        # Wx, Wh and b plus fresh normal noise, a constant of each node (the weights'
+        # gradients are those of the noisy copies). DyNet 2.2 draws the noisy copies and
+        # then skips both products (its gates see the bias alone): a bug not copied.
+        wx = _binary(OP_ADD, wx, random_normal((4 * hidden, inputs), 0.0, weightnoise_std))
+        wh = _binary(OP_ADD, wh, random_normal((4 * hidden, hidden), 0.0, weightnoise_std))
+        eb = _binary(OP_ADD, eb, random_normal(4 * hidden, 0.0, weightnoise_std))
     cdef Expression x = xs[0] if len(xs) == 1 else concatenate(xs)
     if masks:       # constants, as in DyNet (its node gives them no gradient, even
                     # to a backward(full=True))
@@ -235,8 +238,9 @@ def vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b, float weightnoise_std=0.0):
     """DyNet's fused LSTM gates [i, f, o, g] of ``dy.vanilla_lstm_gates(x_t, h_tm1, Wx, Wh, b,
     weightnoise_std=0.0)``: logistic(i, f + 1, o) and tanh(g) of ``Wx x_t + Wh h_tm1 + b``
     (the forget bias of +1 as in DyNet). x_t (I,) and h_tm1 (H,) are vectors, Wx is
-    (4H, I), Wh (4H, H), b (4H,). Weight noise is not supported (NotImplementedError:
-    DyNet 2.2 skips the products when it is on).
+    (4H, I), Wh (4H, H), b (4H,). ``weightnoise_std > 0`` adds normal noise of that
+    standard deviation to Wx, Wh and b, drawn anew for each node (DyNet 2.2 draws it and
+    then skips the products, a bug: its gates are those of the bias alone).
 
     Shape: (4H,) per batch element (a batch of 1 repeats). The products of every gates
     node with the same weights batch as one gemm per weight (``affine_transform``), the

@@ -81,14 +81,56 @@ def test_masks_with_another_batch_size_are_refused():
         dy.vanilla_lstm_gates_dropout(x[0], h, wx, wh, b, mx, dy.inputTensor(np.ones(2)))
 
 
-def test_an_empty_input_list_a_lone_expression_and_weight_noise_are_refused():
+def test_an_empty_input_list_a_lone_expression_and_bad_weight_noise_are_refused():
     x, (h, wx, wh, b) = _args()
     with pytest.raises(ValueError, match="at least one"):
         dy.vanilla_lstm_gates_concat([], h, wx, wh, b)
     with pytest.raises(TypeError, match="x_t must be a list"):
         dy.vanilla_lstm_gates_concat(x[0], h, wx, wh, b)
-    with pytest.raises(NotImplementedError, match="weight noise"):
-        dy.vanilla_lstm_gates(x[0], h, wx, wh, b, weightnoise_std=0.1)
+    for bad in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="weightnoise_std"):
+            dy.vanilla_lstm_gates(x[0], h, wx, wh, b, weightnoise_std=bad)
+
+
+@pytest.mark.parametrize("variant", ["plain", "dropout_concat"])
+def test_weight_noise_perturbs_the_weights_and_bias_with_its_standard_deviation(variant):
+    """weightnoise_std adds N(0, std) to Wx, Wh and b, fresh for each node: with zero
+    weights, x = e_1 and h = e_1 the g block's pre-activation is the sum of three noises
+    (std * sqrt(3)); the weights' gradients are those of the noisy copies."""
+    H, I, std, nodes = 32, 3, 0.2, 60
+    pc = dy.ParameterCollection()
+    Wx, Wh, b = pc.add_parameters((4 * H, I), init=0.0), pc.add_parameters((4 * H, H), init=0.0), \
+        pc.add_parameters(4 * H, init=0.0)
+    dy.renew_cg()
+    x, h = dy.inputVector([1.0] + [0.0] * (I - 1)), dy.inputVector([1.0] + [0.0] * (H - 1))
+    ones_x, ones_h = dy.inputVector([1.0] * I), dy.inputVector([1.0] * H)
+    gates = []
+    for _ in range(nodes):
+        if variant == "plain":
+            gates.append(dy.vanilla_lstm_gates(x, h, Wx, Wh, b, weightnoise_std=std))
+        else:
+            gates.append(dy.vanilla_lstm_gates_dropout_concat([x], h, Wx, Wh, b, ones_x, ones_h,
+                                                              weightnoise_std=std))
+    g_blocks = [dy.pick_range(g, 3 * H, 4 * H) for g in gates]
+    loss = dy.esum([dy.sum_elems(g) for g in g_blocks])
+    loss.backward()
+    g = np.array([gb.npvalue() for gb in g_blocks])           # tanh(pre), nodes x H
+    pre = np.arctanh(np.clip(g, -0.999999, 0.999999))
+    assert abs(pre.std() / (std * np.sqrt(3)) - 1) < 0.1
+    assert abs(pre.mean()) < 0.05
+    assert len({tuple(np.round(row, 6)) for row in g}) == nodes      # fresh noise per node
+    # d loss / d Wx[3H:, 0] = sum over nodes of (1 - g^2) (x = e_1); other columns zero
+    grad = Wx.grad_as_array()
+    np.testing.assert_allclose(grad[3 * H:, 0], (1 - g ** 2).sum(axis=0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(grad[3 * H:, 1:], 0.0)
+    np.testing.assert_allclose(b.grad_as_array()[3 * H:], (1 - g ** 2).sum(axis=0),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_no_weight_noise_is_the_noise_free_gates():
+    x, (h, wx, wh, b) = _args()
+    np.testing.assert_array_equal(dy.vanilla_lstm_gates(x[0], h, wx, wh, b, 0.0).npvalue(),
+                                  dy.vanilla_lstm_gates(x[0], h, wx, wh, b).npvalue())
 
 
 def test_the_steps_of_many_sequences_batch_into_one_product_per_weight(strategy):
