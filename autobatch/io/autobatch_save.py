@@ -4,6 +4,9 @@ saved object (autobatch.io.autobatch_data), ``basename.meta`` says what they are
 Files are data (docs/security.md): loading reads numbers and names, checks them, and
 never imports, looks up or calls anything a file names, except `from_spec` of a class
 registered in code (`dy.register_savable`; the library's builders are registered).
+Saving needs no registration: a class is written under its registered name or as
+"module:QualName"; a file naming classes that are not registered is refused with one
+message naming them all, before anything is rebuilt.
 
 `dy.save(basename, objects)` writes ``basename.data`` (the records of every object;
 objects may not overlap, so each parameter is stored once) and ``basename.meta``, a JSON document
@@ -17,10 +20,10 @@ with one entry per saved object:
 
     {"kind": "param"|"lookup", "name": full name}
     {"kind": "collection", "name": "/enc/"}                        a ParameterCollection
-    {"kind": "object", "name": "/lstm/", "class": "<registered name>",  an object with
-     "spec": <JSON, tuples as {"__tuple__": [...]},                     param_collection()
-              registered classes as {"__class__": "<registered name>"}>}  (class/spec if
-                                                                   it is registered)
+    {"kind": "object", "name": "/lstm/", "class": "<class name>",  an object with
+     "spec": <JSON, tuples as {"__tuple__": [...]},                param_collection()
+              classes as {"__class__": "<class name>"}>}          (class/spec if it
+                                                                  has spec/from_spec)
 
 Every read validates the whole file (magic, headers, sizes, checksums, trailing bytes)
 and the match with the target before a single value is assigned; `dy.load` also
@@ -42,8 +45,9 @@ from autobatch.io import files, legacy_names
 from autobatch.io.autobatch_data import MAX_NAME, NAME, parse_records, record_kind, write_records
 from autobatch.io.collection_records import (add_loaded, all_params, assign, match,
                                              rolled_back_on_failure, split_name)
-from autobatch.io.registry import savable_name
-from autobatch.io.specs import decode_spec, encode_spec, registered_class
+from autobatch.io.registry import class_name, savable_class
+from autobatch.io.specs import (decode_spec, encode_spec, registered_class, spec_class_names,
+                                unregistered_error)
 
 _log = logging.getLogger("autobatch.io.autobatch_save")
 
@@ -84,12 +88,8 @@ def save(basename, objects):
             pc, entry = obj.param_collection(), {"kind": "object"}
             cls = type(obj)
             if hasattr(obj, "spec") and callable(getattr(cls, "from_spec", None)):
-                name = savable_name(cls)
-                if name is None:
-                    raise TypeError(f"dy.save: {cls.__qualname__} has spec and from_spec but is "
-                                    f"not registered: call dy.register_savable({cls.__name__}) "
-                                    "(in code, before dy.save and dy.load) so dy.load may rebuild it")
-                entry["class"] = name
+                # registered or not: dy.load rebuilds it once its class is registered
+                entry["class"] = class_name(cls)
                 entry["spec"] = encode_spec(obj.spec, cls.__name__)
         else:
             raise TypeError(f"dy.save: cannot save a {type(obj).__name__}: expected Parameters, "
@@ -222,6 +222,10 @@ def load(basename, params, meta_bytes, allow_v1):
     has checked the arguments and read them)."""
     label = basename + ".data"
     entries, data_ref = _read_meta(basename + ".meta", allow_v1, meta_bytes)
+    needed = [n for e in entries if "class" in e for n in [e["class"], *spec_class_names(e["spec"])]]
+    missing = [n for n in needed if savable_class(n) is None]
+    if missing:
+        raise unregistered_error(basename + ".meta", missing)
     for e in entries:
         e["name"] = legacy_names.migrate(e["name"])
     records, _, digest = parse_records(files.read_all(label, None, label), label)

@@ -6,7 +6,8 @@ data), with DyNet's semantics (python/_dynet.pyx, `_save_one` / `_load_one`):
   (`load_param`), and come back as new parameters of the collection;
 - DyNet's builders are rebuilt as ours from their spec (DyNet's positional
   constructor arguments, checked field by field), a user's registered class by its
-  `from_spec(spec, model)`; then their collection is populated from the records under
+  `from_spec(spec, model)` (a file naming users' classes that are not registered is
+  refused, naming them all); then their collection is populated from the records under
   its name, in order, as DyNet's `populate` does.
 
 A rebuilt object may allocate only as many values as ``.data`` holds for it, each
@@ -14,6 +15,7 @@ record belongs to at most one object (a ``.meta`` naming one record many times d
 make many copies), and on any failure the collection is rolled back.
 """
 import bisect
+import collections
 import math
 
 from autobatch.api import core
@@ -86,6 +88,9 @@ def _resolve(x, label, depth=0):
         return cls
     if isinstance(x, (tuple, list)):
         return type(x)(_resolve(v, label, depth + 1) for v in x)
+    if type(x) is collections.defaultdict:
+        return collections.defaultdict(x.default_factory,
+                                       {k: _resolve(v, label, depth + 1) for k, v in x.items()})
     if isinstance(x, dict):
         return {k: _resolve(v, label, depth + 1) for k, v in x.items()}
     return x
@@ -201,15 +206,17 @@ def _load(basename, pc, meta_bytes):
 # ---------------------------------------------------------------- writing ----
 
 def _builder_entry(obj):
-    """(class ref, DyNet spec) of one of our builders, or of a class registered as
-    "module:QualName" (DyNet's load calls that class's from_spec with the spec)."""
+    """(class ref, DyNet spec) of one of our builders, or of a user's class with spec and
+    from_spec, named by the "module:QualName" it is registered under or its own (DyNet's
+    load calls that class's from_spec with the spec)."""
     name = dynet_class_name(type(obj))
     if name is None:
         registered = user_name(type(obj))
-        if registered is None or not hasattr(obj, "spec"):
+        if (registered is None or not hasattr(obj, "spec")
+                or not callable(getattr(type(obj), "from_spec", None))):
             raise TypeError(f"dy.save(format='dynet'): DyNet has no {type(obj).__name__}: "
-                            "register your class under the DyNet program's 'module:QualName' "
-                            "(dy.register_savable), or save in our format (the default)")
+                            "DyNet's files hold its builders and objects of your classes with "
+                            "spec and from_spec(spec, model); save in our format (the default)")
         return UserRef(registered), obj.spec
     spec = obj.spec
     fields = DYNET_BUILDERS[name][1]

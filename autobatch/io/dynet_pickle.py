@@ -12,12 +12,16 @@ Reading never unpickles. `pickletools.genops` splits the stream into opcodes (it
 executes nothing) and `_Reader` runs only the opcodes that build strings, numbers,
 booleans, None, tuples, lists and dicts, and references by name: DyNet's builders and
 functions (``_dynet.<Name>``, the names of `DYNET_BUILDERS` and `DYNET_FUNCTIONS`,
-mapped to ours by those tables) and a user's classes (``module.QualName``, only if code
-registered a class under "module:QualName" with `dy.register_savable`; never this
-library's own classes, which a file names as DyNet's). A reference is kept as a name;
-nothing is imported. An instance of a registered class in a spec (a vocabulary) is read
-from the opcodes pickle writes for one (`_Reader.instance`) and kept as its class's name
-and state (`Instance`). Any other opcode or name is refused with ModelFileError. Every
+mapped to ours by those tables) and a user's classes (``module.QualName``, kept as the
+name "module:QualName"; never this library's own classes, which a file names as
+DyNet's). A reference is kept as a name; nothing is imported. A file naming a user's
+class that code has not registered under "module:QualName" (`dy.register_savable`) is
+refused once it is read, with one message naming every such class. An instance of a
+user's class in a spec (a vocabulary) is read from the opcodes pickle writes for one
+(`_Reader.instance`) and kept as its class's name and state (`Instance`); a
+defaultdict (a vocabulary's counts) from `collections.defaultdict` of one of the
+factories of autobatch.io.specs.FACTORIES, by REDUCE. Any other opcode or name is
+refused with ModelFileError. Every
 protocol DyNet has written is read: 0 and 1 (Python 2's `pickle.dump`, strings as
 ``S'...'``), 2 to 5 (Python 3's).
 
@@ -29,8 +33,10 @@ each shared part is counted once), and refused when that tree has more than
 afterwards works in time and memory proportional to the file.
 
 Writing emits the same opcodes by hand (protocol 2, no memo), so that DyNet's
-`pickle.load` reads them.
+`pickle.load` reads them. A user's class is written under the "module:QualName" it is
+registered under, or its own: writing needs no registration.
 """
+import collections
 import io
 import pickletools
 import struct
@@ -39,7 +45,8 @@ from autobatch.api import core
 from autobatch.api.core import ELEMENTWISE_FUNCTIONS
 from autobatch.errors import ModelFileError
 from autobatch.io.registry import savable_class, savable_name
-from autobatch.io.specs import MAX_SPEC_DEPTH, object_state
+from autobatch.io.specs import (FACTORIES, MAX_SPEC_DEPTH, not_plain_data, object_state,
+                                unregistered_error)
 
 MAX_OPS = 2_000_000      # opcodes in one object's pickle (a spec with a 100,000-word vocabulary)
 MAX_OBJECTS = 100000
@@ -77,7 +84,8 @@ class FuncRef(ClassRef):
 
 class UserRef(ClassRef):
     """A class of the user's, named "module:QualName" by a file: loadable only if code
-    registered a class under that name (dy.register_savable)."""
+    registered a class under that name (dy.register_savable); the whole file is refused
+    otherwise (`read_meta`)."""
 
 
 class Instance:
@@ -98,9 +106,18 @@ class _Marker:
         self.name = name
 
 
+class _Factory(_Marker):
+    """The default of a defaultdict (int, float, ...): allowed only as the argument of
+    `collections.defaultdict` in a REDUCE."""
+
+
 _RECONSTRUCTOR, _OBJECT = _Marker("copy_reg._reconstructor"), _Marker("object")
+_DEFAULTDICT = _Marker("collections.defaultdict")
 _MARKERS = {("copy_reg", "_reconstructor"): _RECONSTRUCTOR, ("copyreg", "_reconstructor"): _RECONSTRUCTOR,
-            ("__builtin__", "object"): _OBJECT, ("builtins", "object"): _OBJECT}
+            ("__builtin__", "object"): _OBJECT, ("builtins", "object"): _OBJECT,
+            ("collections", "defaultdict"): _DEFAULTDICT}
+_MARKERS.update({(module, name): _Factory(name) for name, factory in FACTORIES.items()
+                 if factory is not None for module in ("__builtin__", "builtins")})
 
 
 # DyNet's functions a spec may name (DyNet's tutorial passes dy.rectify to its MLP)
@@ -122,6 +139,7 @@ class _Reader:
     def __init__(self, label):
         self.label = label
         self.stack, self.marks, self.memo = [], [], {}
+        self.missing = []        # the users' classes named that are not registered
 
     def bad(self, msg):
         return ModelFileError(f"{self.label}: {msg} (a DyNet .meta is read as data: names, "
@@ -163,14 +181,14 @@ class _Reader:
         # this library's classes are registered too, but DyNet never names them: a file
         # that does would reach them past the checks of DyNet's specs (`_spec_args`)
         ours = module == "autobatch" or module.startswith("autobatch.")
-        if not ours and len(registered) <= 200 and savable_class(registered) is not None:
-            return UserRef(registered)
         if ours:
             raise self.bad(f"the file names {module!s:.60}.{name!s:.60}, a class of this library: "
                            "DyNet's files name DyNet's builders (_dynet.<Name>)")
-        raise self.bad(f"the file names {module!s:.60}.{name!s:.60}: neither one of DyNet's "
-                       "builders or functions nor a class registered here (to load your "
-                       f"own class, register it: dy.register_savable(cls, name={registered!r:.130}))")
+        if len(registered) > 200 or not module or not name:
+            raise self.bad(f"the file names {module!s:.60}.{name!s:.60}, not a class's name")
+        if savable_class(registered) is None:
+            self.missing.append(registered)      # refused once the file is read, all named
+        return UserRef(registered)
 
     def step(self, op, arg):
         name, st = op.name, self.stack
@@ -249,6 +267,13 @@ class _Reader:
             cls, args = (items[0], tuple(items[1:])) if items else (None, ())
         else:
             cls, args = self.pop(2)
+            if name == "REDUCE" and cls is _DEFAULTDICT:
+                if (not isinstance(args, tuple) or len(args) != 1
+                        or not (args[0] is None or type(args[0]) is _Factory)):
+                    raise self.bad("the pickle makes a defaultdict whose default is not one of "
+                                   f"{', '.join(FACTORIES)}")
+                st.append(collections.defaultdict(FACTORIES[args[0].name] if args[0] else None))
+                return
             if name == "REDUCE":
                 if (cls is not _RECONSTRUCTOR or not isinstance(args, tuple) or len(args) != 3
                         or args[1] is not _OBJECT or args[2] is not None):
@@ -263,7 +288,7 @@ class _Reader:
 def read_meta(data, label):
     """The objects of a DyNet .meta, in order: ("Parameters", name),
     ("LookupParameters", name) or (ClassRef, spec tuple, collection name)."""
-    f, out = io.BytesIO(data), []
+    f, out, missing = io.BytesIO(data), [], []
     while f.tell() < len(data):
         if len(out) >= MAX_OBJECTS:
             raise ModelFileError(f"{label}: more than {MAX_OBJECTS} objects")
@@ -284,9 +309,14 @@ def read_meta(data, label):
             raise ModelFileError(f"{label}: corrupt pickle: {type(e).__name__}: {str(e)[:200]}") from None
         if not stopped or len(reader.stack) != 1 or reader.marks:
             raise ModelFileError(f"{label}: corrupt or truncated pickle")
+        missing.extend(reader.missing)
+        if missing:
+            continue                  # the other objects are read for the names they need
         entry = _check_entry(reader.stack[0], label)
         _Sizer(EXPANSION * (f.tell() - start), reader.bad).size(entry, 0)
         out.append(entry)
+    if missing:
+        raise unregistered_error(label, missing)
     return out
 
 
@@ -365,10 +395,13 @@ def _ref_of(x):
 
 
 def user_name(cls):
-    """The "module:QualName" a user's class is registered under, or None (unregistered,
-    another kind of name, or one of this library's classes, which DyNet has not)."""
+    """The "module:QualName" DyNet's load finds a user's class by: the one it is
+    registered under, else its own; None for this library's classes (DyNet has not
+    them) and Python's built-in ones."""
     registered = savable_name(cls)
-    if registered is None or ":" not in registered or registered.startswith("autobatch"):
+    if registered is None or ":" not in registered:
+        registered = f"{cls.__module__}:{cls.__qualname__}"
+    if registered.startswith(("autobatch:", "autobatch.", "builtins:")):
         return None
     return registered
 
@@ -395,6 +428,21 @@ def _emit(x, out, where, depth=0):
     elif isinstance(x, str):
         b = x.encode("utf-8")
         out.append(b"X" + struct.pack("<I", len(b)) + b)
+    elif type(x) is collections.defaultdict:
+        # collections.defaultdict(factory) by REDUCE, then its items: as pickle writes one
+        factory = next((k for k, v in FACTORIES.items() if v is x.default_factory), None)
+        if factory is None:
+            raise TypeError(f"dy.save(format='dynet'): {where}: a defaultdict whose default is "
+                            f"{x.default_factory!r:.60}: only {', '.join(FACTORIES)} can be saved")
+        out.append(b"ccollections\ndefaultdict\n"
+                   + (b"N" if factory == "None" else b"c__builtin__\n" + factory.encode() + b"\n")
+                   + b"\x85R(")
+        for v in (part for kv in x.items() for part in kv):
+            _emit(v, out, where, depth + 1)
+        out.append(b"u")
+    elif isinstance(x, dict) and type(x) is not dict:
+        raise TypeError(f"dy.save(format='dynet'): {where}: a spec holds a {type(x).__qualname__}: "
+                        "save a dict (or a defaultdict) instead")
     elif isinstance(x, (tuple, list, dict)):
         kind = tuple if isinstance(x, tuple) else list if isinstance(x, list) else dict
         opening, closing = {tuple: (b"(", b"t"),           # MARK ... TUPLE
@@ -406,20 +454,24 @@ def _emit(x, out, where, depth=0):
         out.append(closing)
     elif _ref_of(x) is not None:
         _emit(_ref_of(x), out, where, depth)
-    elif user_name(type(x)) is not None:
-        # an instance of a registered class: NEWOBJ (cls, ()) and BUILD with its state, as
+    elif user_name(type(x)) is not None and (savable_name(type(x)) is not None
+                                             or not_plain_data(type(x)) is None):
+        # an instance of a user's class: NEWOBJ (cls, ()) and BUILD with its state, as
         # Python's pickle writes one, so that DyNet's load rebuilds it in the DyNet program
         _emit(UserRef(user_name(type(x))), out, where, depth)
         out.append(b")\x81")
         _emit(object_state(x, where), out, where, depth + 1)
         out.append(b"b")
     else:
-        cls = type(x).__qualname__
-        raise TypeError(f"dy.save(format='dynet'): {where}: cannot write a {cls} (a spec holds "
-                        "numbers, strings, None, tuples, lists, dicts, DyNet's functions and "
-                        "builders, registered classes and their instances): register its class "
-                        "under the DyNet program's name, in code before dy.save: "
-                        f"dy.register_savable({cls}, name='<module>:{cls}')")
+        cls = type(x)
+        why = (not_plain_data(cls) if user_name(cls) is not None else
+               f"{cls.__module__}.{cls.__qualname__} is "
+               + ("one of this library's own objects" if cls.__module__.startswith("autobatch")
+                  else "a built-in or extension type"))
+        raise TypeError(f"dy.save(format='dynet'): {where}: cannot write a {cls.__qualname__} as "
+                        f"plain data: {why}. A spec holds numbers, strings, None, tuples, lists, "
+                        "dicts, defaultdicts, DyNet's functions and builders, classes and "
+                        "instances of Python classes whose state is such data")
 
 
 def pickle_object(obj, where):

@@ -9,7 +9,8 @@ def save(basename, objects, format=None):
     """Save parameters, lookup parameters, collections and objects with a
     `param_collection()` method (builders) to ``basename.data`` / ``basename.meta``.
     An object with `spec` and `from_spec` is saved with its spec, so `load` rebuilds
-    it; its class must be registered (`dy.register_savable`).
+    it once its class is registered (`dy.register_savable`); saving needs no
+    registration.
 
     format="dynet" writes DyNet's files instead (autobatch.io.dynet_meta), which DyNet's
     `dy.load` reads: Parameters, LookupParameters and the builders DyNet has."""
@@ -26,7 +27,8 @@ def load(basename, params, allow_v1=False):
     `params`, and return them in the saved order (DyNet semantics): Parameters and
     LookupParameters come back as new parameters, collections as new subcollections,
     objects with spec/from_spec as `cls.from_spec(spec, params)` populated with the saved
-    values; `cls` must be registered (`dy.register_savable`). Any damaged or hostile
+    values; `cls` must be registered (`dy.register_savable`): a file naming classes
+    that are not is refused with one message naming them all and the calls to make. Any damaged or hostile
     file raises ModelFileError and adds nothing. `allow_v1` accepts files written
     before the metadata had a checksum.
 

@@ -16,7 +16,10 @@ def register_savable(cls, name=None):
     the registry used) is what files store; a file can name only registered classes.
     A name registered for another class is refused, except for a class of the same
     module and qualified name (a redefinition), which replaces it.
-    Returns `cls`, so it can be used as a decorator."""
+    Returns `cls`, so it can be used as a decorator.
+
+    `dy.save` needs no registration (an unregistered class is written as
+    "module:QualName"); `dy.load` rebuilds only registered classes."""
     if not isinstance(cls, type):
         raise TypeError(f"register_savable takes a class, got {type(cls).__name__}")
     if name is None:
@@ -41,6 +44,14 @@ def savable_class(name):
 def savable_name(cls):
     """The name under which `cls` is registered, or None."""
     return _SAVABLE_NAME.get(cls)
+
+
+def class_name(cls):
+    """The name `dy.save` writes for `cls`: the name it is registered under, or else
+    "module:QualName" (saving needs no registration; loading rebuilds only registered
+    classes)."""
+    name = _SAVABLE_NAME.get(cls)
+    return name if name is not None else f"{cls.__module__}:{cls.__qualname__}"
 
 
 def savable_classes():

@@ -1,16 +1,17 @@
 """The spec of a saved object (what `from_spec` rebuilds it from) as JSON: numbers,
 strings, None, lists, str-keyed dicts, tuples as {"__tuple__": [...]}, other dicts as
 {"__items__": [[key, value], ...]} (a defaultdict with "__defaultdict__": "int", ...),
-sets as {"__set__": [...]}, registered
-classes as {"__class__": "<registered name>"} and instances of registered classes (a
-vocabulary in a parser's spec) as {"__object__": "<registered name>", "__state__": <their
-plain data>}. Decoding never imports or looks up anything but the registry of savable
-classes; an instance is rebuilt as pickle rebuilds one, from its data alone (see
-`rebuild_object`), never by calling what a file names."""
+sets as {"__set__": [...]}, classes as {"__class__": "<name>"} and instances of classes
+(a vocabulary in a parser's spec) as {"__object__": "<name>", "__state__": <their plain
+data>}. A class's name is the one it is registered under, or "module:QualName": saving
+needs no registration. Decoding never imports or looks up anything but the registry of
+savable classes: a file naming classes that are not registered is refused, naming them
+all (`unregistered_error`); an instance is rebuilt as pickle rebuilds one, from its data
+alone (see `rebuild_object`), never by calling what a file names."""
 import collections
 
 from autobatch.errors import ModelFileError
-from autobatch.io.registry import savable_class, savable_name
+from autobatch.io.registry import class_name, savable_class, savable_name
 
 MAX_SPEC_DEPTH = 32      # nesting of a spec
 # the defaults a saved defaultdict may have (a file names one of these, nothing else)
@@ -36,26 +37,34 @@ def encode_spec(x, where):
     if isinstance(x, dict) and all(isinstance(k, str) and not k.startswith("__") for k in x):
         return {k: encode_spec(v, where) for k, v in x.items()}
     if isinstance(x, type):
-        name = savable_name(x)
-        if name is None:
-            raise TypeError(f"dy.save: the spec of {where} names the class {x.__qualname__}, "
-                            f"which is not registered: call dy.register_savable({x.__qualname__}) "
-                            "(in code, before dy.save and dy.load) so that dy.load may name it")
-        return {"__class__": name}
+        return {"__class__": class_name(x)}
     if isinstance(x, dict):           # keys that JSON cannot hold as they are (ints, tuples)
         return {"__items__": _items(x, where)}
     if isinstance(x, (set, frozenset)):
         return {"__set__": [encode_spec(v, where) for v in x]}
-    name = savable_name(type(x))
-    if name is not None:
-        return {"__object__": name, "__state__": encode_spec(object_state(x, where), where)}
-    cls = type(x).__qualname__
-    raise TypeError(f"dy.save: the spec of {where} holds a {cls}, which cannot be saved "
-                    "without pickle. Register its class, in code before dy.save and dy.load: "
-                    f"dy.register_savable({cls}); a {cls} is then saved as its plain data (its "
-                    "__dict__, or what its __getstate__ returns: numbers, strings, None, lists, "
-                    "tuples, str-keyed dicts, registered classes and their instances) and "
-                    "rebuilt from it by dy.load")
+    cls = type(x)
+    if savable_name(cls) is None:
+        why = not_plain_data(cls)
+        if why is not None:
+            raise TypeError(f"dy.save: the spec of {where} holds a {cls.__qualname__}, which "
+                            f"cannot be saved as plain data: {why}. A spec holds numbers, "
+                            "strings, None, lists, tuples, dicts, sets, classes and instances "
+                            "of Python classes whose state (their __dict__, or what "
+                            "__getstate__ returns) is such data")
+    return {"__object__": class_name(cls), "__state__": encode_spec(object_state(x, where), where)}
+
+
+def not_plain_data(cls):
+    """Why an instance of the unregistered class `cls` cannot be saved as its plain data
+    (its state, rebuilt as pickle rebuilds it), or None if it can."""
+    if cls.__module__ == "autobatch" or cls.__module__.startswith("autobatch."):
+        return "it is one of this library's own objects"
+    if not cls.__flags__ & (1 << 9):            # Py_TPFLAGS_HEAPTYPE: a class defined in Python
+        return f"{cls.__module__}.{cls.__qualname__} is a built-in or extension type"
+    if cls.__reduce_ex__ is not object.__reduce_ex__ or cls.__reduce__ is not object.__reduce__:
+        return ("its class (or a base) defines __reduce__ or __reduce_ex__, so pickle saves it "
+                "by naming code to call, not as data")
+    return None
 
 
 def _items(d, where):
@@ -99,9 +108,57 @@ def registered_class(ref):
     getattr on a module."""
     cls = savable_class(ref)
     if cls is None:
-        raise ModelFileError(f"class {ref!r:.200} is not registered for loading: a file can "
-                             "name only classes registered in code with dy.register_savable")
+        raise unregistered_error("a file", [ref])
     return cls
+
+
+MAX_LISTED = 100         # classes an unregistered-class refusal lists
+
+
+def unregistered_error(label, names):
+    """The refusal of a file that names the classes `names` (strings, as the file gives
+    them), which are not registered: one message naming them all and the calls that
+    register them."""
+    names = list(dict.fromkeys(str(n)[:200] for n in names))
+    shown = names[:MAX_LISTED]
+    more = f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else ""
+
+    def call(name):
+        module, colon, qualname = name.partition(":")
+        short = qualname.rpartition("<locals>.")[2]
+        if colon and module and short and all(p.isidentifier() for p in short.split(".")):
+            return f"dy.register_savable({short})"
+        return f"dy.register_savable(<the class>, name={name!r})"
+    example = next((n for n in shown if ":" in n), None)
+    elsewhere = ""
+    if example is not None:
+        qualname = example.partition(":")[2]
+        elsewhere = (f" (each class is found by the name the file gives it, \"module:QualName\"; "
+                     f"a class that now lives in another module takes that name: "
+                     f"dy.register_savable({qualname.rpartition('.')[2]}, name={example!r}))")
+    return ModelFileError(
+        f"{label} needs classes that are not registered: {', '.join(shown)}{more}. Loading "
+        "never imports or runs code a file names; it rebuilds only classes registered in "
+        "code. If you trust the file, register them before dy.load: "
+        f"{'; '.join(call(n) for n in shown)}{elsewhere}")
+
+
+def spec_class_names(spec):
+    """The class names a JSON spec gives ("__class__" and "__object__"), walked without
+    decoding anything (to list every class a file needs before rebuilding one)."""
+    names, todo = [], [(spec, 0)]
+    while todo:
+        x, depth = todo.pop()
+        if depth > MAX_SPEC_DEPTH + 1:
+            continue                    # decode_spec refuses it
+        if isinstance(x, dict):
+            for key in ("__class__", "__object__"):
+                if isinstance(x.get(key), str):
+                    names.append(x[key])
+            todo.extend((v, depth + 1) for v in reversed(list(x.values())))
+        elif isinstance(x, list):
+            todo.extend((v, depth + 1) for v in reversed(x))
+    return names
 
 
 def _hashed(kind, items, depth):

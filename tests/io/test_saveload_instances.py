@@ -2,9 +2,12 @@
 `from_spec`) whose spec holds what DyNet users put there: instances of their own
 classes (a vocabulary), dicts with int or tuple keys, defaultdicts, sets. Saved as
 plain data, rebuilt from it by the registered class (no pickle, nothing the file names
-is called); what cannot be saved is refused at `dy.save` with the call to make."""
+is called); saving needs no registration, loading does; what cannot be saved as plain
+data is refused at `dy.save`, saying why."""
 import collections
 import json
+import os
+import re
 
 import pytest
 
@@ -91,18 +94,37 @@ def test_the_file_holds_plain_data_only(tmp_path):
 
 
 @pytest.mark.parametrize("value,match", [
-    (object(), r"register_savable\(object\)"),
+    (object(), r"builtins.object is a built-in or extension type"),
     (collections.Counter("ab"), "Counter"),
     (collections.defaultdict(lambda: 3), "defaultdict whose default"),
+    (print, "built-in or extension type"),
 ])
-def test_what_cannot_be_saved_is_refused_naming_what_to_do(tmp_path, value, match):
+def test_what_cannot_be_saved_is_refused_saying_why(tmp_path, value, match):
+    parser = Parser(dy.ParameterCollection(), Vocab(["a"]), value)
+    with pytest.raises(TypeError, match=match):
+        dy.save(str(tmp_path / "m"), [parser])
+    assert not os.path.exists(str(tmp_path / "m.meta"))
+
+
+def test_an_unregistered_instance_is_saved_and_loads_once_registered(tmp_path):
+    """Saving needs no registration: an instance of an unregistered class is saved as
+    its plain data under "module:QualName"; dy.load refuses it, naming the class and
+    the call, until code registers it."""
     class Unregistered:
-        pass
-    for bad in (value, Unregistered()):
-        parser = Parser(dy.ParameterCollection(), Vocab(["a"]), bad)
-        expected = match if bad is value else r"dy.register_savable\(.*Unregistered\)"
-        with pytest.raises(TypeError, match=expected):
-            dy.save(str(tmp_path / "m"), [parser])
+        def __init__(self):
+            self.counts = collections.defaultdict(int, {"a": 2})
+    base = str(tmp_path / "m")
+    dy.save(base, [Parser(dy.ParameterCollection(), Vocab(["a"]), Unregistered())])
+    name = f"{__name__}:{Unregistered.__qualname__}"
+    assert read_meta(base)["objects"][0]["spec"]["extra"]["__object__"] == name
+    pc = dy.ParameterCollection()
+    with pytest.raises(dy.ModelFileError, match=re.escape(name) + r".*dy.register_savable\(Unregistered\)"):
+        dy.load(base, pc)
+    assert pc.lookup_parameters_list() == []
+    dy.register_savable(Unregistered)
+    (back,) = dy.load(base, pc)
+    assert type(back.extra) is Unregistered and back.extra.counts == {"a": 2}
+    assert type(back.extra.counts) is collections.defaultdict and back.extra.counts["b"] == 0
 
 
 @pytest.mark.parametrize("edit", [
