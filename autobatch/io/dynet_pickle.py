@@ -118,6 +118,8 @@ _MARKERS = {("copy_reg", "_reconstructor"): _RECONSTRUCTOR, ("copyreg", "_recons
             ("collections", "defaultdict"): _DEFAULTDICT}
 _MARKERS.update({(module, name): _Factory(name) for name, factory in FACTORIES.items()
                  if factory is not None for module in ("__builtin__", "builtins")})
+# Python 3 pickles int and str for Python 2 (protocols 0 to 2) as long and unicode
+_MARKERS.update({("__builtin__", "long"): _Factory("int"), ("__builtin__", "unicode"): _Factory("str")})
 
 
 # DyNet's functions a spec may name (DyNet's tutorial passes dy.rectify to its MLP)
