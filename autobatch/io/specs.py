@@ -126,7 +126,7 @@ def unregistered_error(label, names):
     def call(name):
         module, colon, qualname = name.partition(":")
         short = qualname.rpartition("<locals>.")[2]
-        if colon and module and short and all(p.isidentifier() for p in short.split(".")):
+        if colon and all(p.isidentifier() for p in [*module.split("."), *short.split(".")]):
             return f"dy.register_savable({short})"
         return f"dy.register_savable(<the class>, name={name!r})"
     example = next((n for n in shown if ":" in n), None)
@@ -137,7 +137,8 @@ def unregistered_error(label, names):
                      f"a class that now lives in another module takes that name: "
                      f"dy.register_savable({qualname.rpartition('.')[2]}, name={example!r}))")
     return ModelFileError(
-        f"{label} needs classes that are not registered: {', '.join(shown)}{more}. Loading "
+        f"{label} needs classes that are not registered: "
+        f"{', '.join(n if n.isprintable() else repr(n) for n in shown)}{more}. Loading "
         "never imports or runs code a file names; it rebuilds only classes registered in "
         "code. If you trust the file, register them before dy.load: "
         f"{'; '.join(call(n) for n in shown)}{elsewhere}")

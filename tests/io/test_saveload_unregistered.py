@@ -242,3 +242,14 @@ def test_the_dynet_file_holds_a_defaultdict_as_pickle_does(tmp_path):
     assert type(counts) is collections.defaultdict and counts == vocab.counts and counts.default_factory is int
     assert empty.default_factory is list and type(plain) is dict
     json.dumps(plain)
+
+
+def test_names_a_file_gives_are_shown_as_data():
+    """A hostile name (a newline, no module) is shown quoted, and its call gives the
+    name to register rather than a class it might seem to be."""
+    from autobatch.io.specs import unregistered_error
+    message = str(unregistered_error("f.meta", ["a:B", "x\ny:Z", "nocolon", "a:B"]))
+    assert "not registered: a:B, 'x\\ny:Z', nocolon. Loading" in message
+    assert ("dy.register_savable(B); dy.register_savable(<the class>, name='x\\ny:Z'); "
+            "dy.register_savable(<the class>, name='nocolon')") in message
+    assert "\n" not in message
