@@ -32,7 +32,7 @@ def _tolist(a):
 
 
 def _matvec(dy):
-    """The issue's example: y = sum(square(W * X)), W = I, X = [1, 2] (y = 5); then
+    """The example that showed the live reads: y = sum(square(W * X)), W = I, X = [1, 2] (y = 5); then
     W = 3 I and X = [5, 7] before y's backward and before a new node W * X."""
     pc = dy.ParameterCollection()
     W = pc.parameters_from_numpy(np.eye(2))
