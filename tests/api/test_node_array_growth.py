@@ -15,14 +15,18 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-PROGRAMS = ROOT / "tests" / "support" / "node_growth_programs.py"
+import autobatch
+
+PROGRAMS = pathlib.Path(__file__).resolve().parents[1] / "support" / "node_growth_programs.py"
+# the child imports the autobatch this process imported (the source tree when built in
+# place, the installed package otherwise), never the unbuilt sources beside the tests
+PACKAGE_PARENT = pathlib.Path(autobatch.__file__).resolve().parents[1]
 
 
 def run(program, always_move):
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_PARENT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                AUTOBATCH_DEBUG_MOVE_ARRAYS="1" if always_move else "0")
-    done = subprocess.run([sys.executable, str(PROGRAMS), program], env=env, cwd=ROOT,
+    done = subprocess.run([sys.executable, str(PROGRAMS), program], env=env, cwd=PACKAGE_PARENT,
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, (f"{program} (arrays always move: {always_move}) ended with "
                                   f"{done.returncode}:\n{done.stderr[-3000:]}")
