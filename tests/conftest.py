@@ -6,7 +6,8 @@ that a test in any folder imports them by name (`from op_cases import ...`).
 
 Fixtures: `strategy` runs a test once per built-in strategy ("none" first, then by
 name: tests/support/strategy_names.py); `strategies` is that list, for a test that
-loops over it itself.
+loops over it itself. `alarm(seconds)` arms a real timer whose signal raises
+KeyboardInterrupt, as a Ctrl-C would arrive (the interrupt tests).
 
 AUTOBATCH_TEST_SPLIT=N runs the suite with N engine threads and every product and
 batch split over them however small (dy.set_num_threads, _threads.set_split_thresholds),
@@ -15,6 +16,7 @@ so that the op cases, batching and fusion tests check the split paths too:
     AUTOBATCH_TEST_SPLIT=2 pytest -q tests
 """
 import os
+import signal
 import sys
 
 SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "support")
@@ -44,3 +46,15 @@ def strategy(request):
 def strategies():
     """The names of every built-in strategy ("none", the unbatched reference, first)."""
     return list(BUILTIN_STRATEGIES)
+
+
+@pytest.fixture
+def alarm():
+    """A function arming a timer (`alarm(seconds)`; 0 disarms) whose SIGALRM raises
+    KeyboardInterrupt; the previous handler comes back after the test."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGALRM, interrupt)
+    yield lambda seconds: signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, old)

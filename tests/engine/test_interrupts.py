@@ -1,7 +1,6 @@
 """Ctrl-C (SIGINT; here a timer's signal whose handler raises KeyboardInterrupt):
 between batches a forward stops, keeping what it computed, and a later value()
 finishes it with the same numbers; a backward is applied completely or not at all."""
-import signal
 import time
 
 import numpy as np
@@ -17,16 +16,6 @@ def chain(W, x0):
     for _ in range(STEPS):
         x = dy.tanh(W * x)
     return dy.sum_elems(x)
-
-
-@pytest.fixture
-def alarm():
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-    old = signal.signal(signal.SIGALRM, interrupt)
-    yield lambda seconds: signal.setitimer(signal.ITIMER_REAL, seconds)
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    signal.signal(signal.SIGALRM, old)
 
 
 def model():

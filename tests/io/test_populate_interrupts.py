@@ -12,7 +12,6 @@ parameters changed). Two ways of interrupting:
   is; this one checks the real signal path)."""
 import gc
 import random
-import signal
 import sys
 import time
 
@@ -121,16 +120,6 @@ def test_an_interrupt_at_every_point_of_populate(tmp_path, fmt, what):
             assert all(np.all(q._flat == 0.0) for i, q in enumerate(pc.parameters_list()) if i != 7)
     # (a call's count of Python events varies by a few: a garbage collection, a cache)
     assert interrupted >= 0.95 * len(points)
-
-
-@pytest.fixture
-def alarm():
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-    old = signal.signal(signal.SIGALRM, interrupt)
-    yield lambda seconds: signal.setitimer(signal.ITIMER_REAL, seconds)
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    signal.signal(signal.SIGALRM, old)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

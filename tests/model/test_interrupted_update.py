@@ -3,7 +3,6 @@
 state, gradients, used rows, weight decay and the counters are, after an interrupted
 call, either those of before it or those of the same step run without interruption
 (a twin model and trainer); after "nothing", the next update() does the step once."""
-import signal
 import time
 
 import numpy as np
@@ -12,16 +11,6 @@ import pytest
 import autobatch as dy
 
 TRIALS = 40
-
-
-@pytest.fixture
-def alarm():
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-    old = signal.signal(signal.SIGALRM, interrupt)
-    yield lambda seconds: signal.setitimer(signal.ITIMER_REAL, seconds)
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    signal.signal(signal.SIGALRM, old)
 
 
 class PythonAdam(dy.AdamTrainer):
