@@ -1,7 +1,9 @@
 """The cases of tests/data/dynet_ops_select_linalg.npz, shared by the script that runs them in
 DyNet (make_dynet_ops_select_linalg_fixture.py) and the test that runs them here
 (tests/ops/test_dynet_ops_select_linalg.py). A case: its name, its inputs as (shape, batched) and the
-expression it builds from them with the module `dy` (DyNet's or ours)."""
+expression it builds from them with the module `dy` (DyNet's or ours). `write_fixture`
+and `check_case` are the one way such a fixture is made and read (the vanilla LSTM
+fixture uses them too)."""
 import numpy as np
 
 T3 = (2, 3, 4)
@@ -75,3 +77,28 @@ def run(dy, name, specs, build, xs, r=None):
     loss.value()
     loss.backward(full=True)
     return y, r, [x.gradient().reshape(xv.shape) for x, xv in zip(X, xs)]
+
+
+def write_fixture(dy, cases, path):
+    """Run every case in DyNet and save its inputs, weights, output and gradients to path:
+    "<case>/x<k>", "<case>/r", "<case>/y", "<case>/dx<k>"."""
+    out = {}
+    for name, specs, build in cases:
+        xs = inputs(name, specs)
+        y, r, grads = run(dy, name, specs, build, xs)
+        out[f"{name}/y"], out[f"{name}/r"] = y, r
+        for k, (x, g) in enumerate(zip(xs, grads)):
+            out[f"{name}/x{k}"], out[f"{name}/dx{k}"] = x, g
+    np.savez_compressed(path, **out)
+    print(f"wrote {len(cases)} cases")
+
+
+def check_case(dy, fixture, name, specs, build):
+    """Run a case here on the fixture's inputs and weights; its output and every
+    gradient must be the fixture's."""
+    xs = [fixture[f"{name}/x{k}"] for k in range(len(specs))]
+    y, _, grads = run(dy, name, specs, build, xs, fixture[f"{name}/r"])
+    np.testing.assert_allclose(y, fixture[f"{name}/y"], rtol=1e-5, atol=1e-5)
+    for k, g in enumerate(grads):
+        np.testing.assert_allclose(g, fixture[f"{name}/dx{k}"], rtol=1e-4, atol=1e-5,
+                                   err_msg=f"gradient of input {k}")

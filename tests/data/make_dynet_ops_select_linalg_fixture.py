@@ -14,23 +14,14 @@ import os
 import sys
 
 import dynet as dy
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from dynet_ops_select_linalg_cases import CASES, inputs, run  # noqa: E402
+from dynet_ops_select_linalg_cases import CASES, write_fixture  # noqa: E402
 
 
 def main():
-    out = {}
-    for name, specs, build in CASES:
-        xs = inputs(name, specs)
-        y, r, grads = run(dy, name, specs, build, xs)
-        out[f"{name}/y"], out[f"{name}/r"] = y, r
-        for k, (x, g) in enumerate(zip(xs, grads)):
-            out[f"{name}/x{k}"], out[f"{name}/dx{k}"] = x, g
-    np.savez_compressed(os.path.join(HERE, "dynet_ops_select_linalg.npz"), **out)
-    print(f"wrote {len(CASES)} cases")
+    write_fixture(dy, CASES, os.path.join(HERE, "dynet_ops_select_linalg.npz"))
 
 
 if __name__ == "__main__":
