@@ -184,12 +184,17 @@ def test_wrapper_rejects_an_unknown_reduction():
 
 # -------------------------------------------------------------- two ranks ----
 
-@pytest.fixture(scope="module")
-def two_rank_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("two_ranks")
-    proc, _ = launch(out, "train")
+def finished_run(tmp_path_factory, folder, mode):
+    """The folder of a two-rank run of the worker's `mode`, which must exit cleanly."""
+    out = tmp_path_factory.mktemp(folder)
+    proc, _ = launch(out, mode)
     assert proc.returncode == 0, f"mpiexec failed:\n{proc.stdout}\n{proc.stderr}"
     return out
+
+
+@pytest.fixture(scope="module")
+def two_rank_run(tmp_path_factory):
+    return finished_run(tmp_path_factory, "two_ranks", "train")
 
 
 def reference(cfg, data):
@@ -332,10 +337,7 @@ def test_ranks_whose_parameters_differ_in_shape_abort_naming_both_shapes(tmp_pat
 
 @pytest.fixture(scope="module")
 def mismatch_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("mismatch")
-    proc, _ = launch(out, "mismatch")
-    assert proc.returncode == 0, f"mpiexec failed:\n{proc.stdout}\n{proc.stderr}"
-    return out
+    return finished_run(tmp_path_factory, "mismatch", "mismatch")
 
 
 # what each case of worker.MISMATCHES must say, on both ranks

@@ -25,6 +25,12 @@ def snapshot(pc):
     return [p.as_array().copy() for p in ps] + [p.grad_as_array().copy() for p in ps]
 
 
+def assert_unchanged(pc, before):
+    """Every value and gradient of pc as in `before` (a snapshot)."""
+    for got, want in zip(snapshot(pc), before):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("params, lookups", [
     ([0.9], []), ([1.0], []), ([np.float64(0.0)], []), (np.array([0.0]), []),
     (["1"], []), ("01", []), ("", []), (b"\x00", []),
@@ -37,8 +43,7 @@ def test_indices_that_are_not_ints_are_refused_and_change_nothing(params, lookup
     before = snapshot(pc)
     with pytest.raises(TypeError, match="update_subset: updated_(params|lookups) must be a list of ints"):
         tr.update_subset(params, lookups)
-    for got, want in zip(snapshot(pc), before):
-        np.testing.assert_array_equal(got, want)
+    assert_unchanged(pc, before)
     assert tr.updates == 0
 
 
@@ -48,8 +53,7 @@ def test_indices_out_of_range_are_refused_and_change_nothing(params, lookups):
     before = snapshot(pc)
     with pytest.raises(IndexError, match="out of range"):
         tr.update_subset(params, lookups)
-    for got, want in zip(snapshot(pc), before):
-        np.testing.assert_array_equal(got, want)
+    assert_unchanged(pc, before)
 
 
 @pytest.mark.parametrize("params", [[1], (1,), [np.int64(1)], [np.int32(1)], np.array([1]), range(1, 2), [1, 1]],
