@@ -53,9 +53,10 @@ MOD_NAMES = [
     "autobatch.io.assign_all",
 ]
 
-# the trainers' rules: exact float32 rounding order (they must give the numbers of the
-# numpy expressions), so no contraction into FMAs where a target has them; sqrtf need
-# not set errno (nothing reads it), which lets its loops vectorise
+# the trainers' rules (model/update_rules.h, each loop also compiled for AVX2 and
+# AVX-512): exact float32 rounding order (they must give the numbers of the numpy
+# expressions at every level), so no contraction into FMAs where a target has them;
+# sqrtf need not set errno (nothing reads it), which lets its loops vectorise
 EXTRA_ARGS = {"autobatch.model.update_rules": ["-ffp-contract=off", "-fno-math-errno"]}
 
 # translate and compile on every core this process may use (pip runs setup.py with no -j)

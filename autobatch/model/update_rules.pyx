@@ -4,13 +4,17 @@
 One pass per parameter does all a rule does to an element: scale the gradient by the
 clipping factor, update the optimizer state, step the value, apply the weight-decay
 factor and zero the gradient. A lookup table with sparse updates runs the same loop on
-each row its used-row mask marks. The arithmetic is float32 in the order of the numpy
-expressions in autobatch/model/trainers.py (which stay the rules' reference and the path of
-Python subclasses that override `rule`), so the numbers are the same; this module is
-built with -ffp-contract=off so that no FMA changes a rounding.
+each row its used-row mask marks. The loops are in update_rules.h, one per rule, each
+compiled for AVX-512, AVX2 and the baseline; the level is the best this processor runs,
+or the one AUTOBATCH_UPDATE_SIMD (avx512f, avx2, default or auto) or set_simd_level
+chooses. The arithmetic is float32 in the order of the numpy expressions in
+autobatch/model/trainers.py (which stay the rules' reference and the path of Python
+subclasses that override `rule`), so the numbers are the same at every level; this
+module is built with -ffp-contract=off so that no FMA changes a rounding.
 """
-from libc.math cimport sqrtf
-from libc.stdint cimport uint8_t
+import os
+
+from libc.stdint cimport uint8_t, uintptr_t
 from libc.string cimport memset
 
 import numpy as np
@@ -18,154 +22,71 @@ import numpy as np
 from autobatch.runtime.threads cimport pool_run, pool_threads
 from autobatch.runtime.param_buffers cimport ValueBuffers
 
+cdef extern from "update_rules.h" nogil:
+    ctypedef struct Hyper "ab_hyper":
+        float lr, mom, rho, beta_1, beta_2, eps, scale, keep
+    ctypedef void (*rule_fn "ab_rule_fn")(float* theta, const float* old, float* grad,
+                                          float* s0, float* s1, float* s2, Py_ssize_t n,
+                                          const Hyper* h) noexcept
+    ctypedef void (*scale_fn "ab_scale_fn")(float* out, const float* old, Py_ssize_t n,
+                                            float keep) noexcept
+    ctypedef double (*sum_squares_fn "ab_sum_squares_fn")(const float* x, Py_ssize_t n) noexcept
+    enum:
+        N_RULES "AB_N_RULES"
+        N_LEVELS "AB_N_LEVELS"
+    const char* ab_rule_names[]
+    const int ab_rule_states[]
+    const char* ab_level_names[]
+    const rule_fn ab_rule_table[][N_RULES]
+    const scale_fn ab_scale_table[]
+    const sum_squares_fn ab_sum_squares_table[]
+    int ab_level_runs(int level)
+
 cdef enum:
     MAX_STATES = 3
     SPLIT_MIN = 1 << 16     # elements of a parameter from which its update is split
                             # over the engine's threads (dy.set_num_threads)
+    LINE = 16               # floats in 64 bytes: the threads' parts start on a line
 
-cdef float ONE = 1          # 1 - rho in float32, as numpy's 1 - np.float32(rho)
-
-
-cdef struct Hyper:
-    float lr          # learning rate (Adam, AMSGrad: the bias-corrected step)
-    float mom         # momentum
-    float rho         # decay of the running averages (Adadelta, RMSProp)
-    float beta_1      # Adam's moment decays
-    float beta_2
-    float eps
-    float scale       # clipping factor of the gradient
-    float keep        # weight-decay factor of the values after the step
+# one record per rule in update_rules.h, its index its id; RULES (name -> id) is what
+# model/trainers.py names
+RULES = {ab_rule_names[k].decode(): k for k in range(N_RULES)}
 
 
-ctypedef void (*rule_fn)(float* theta, const float* old, float* grad, float** s,
-                         Py_ssize_t n, const Hyper* h) noexcept nogil
+# ---------------------------------------------------------------- SIMD level ----
+
+cdef int LEVEL = N_LEVELS - 1        # the row of the tables the steps call
 
 
-# Each rule: theta (new values) from old (the values before: theta itself, or the other
-# buffer when a live graph reads the values, runtime/param_buffers.pyx), grad (read,
-# then zeroed), s (its state arrays), n elements. Hyperparameters are copied to locals:
-# stores through the float pointers could alias *h.
-
-cdef void sgd(float* theta, const float* old, float* grad, float** s, Py_ssize_t n,
-              const Hyper* h) noexcept nogil:
-    cdef float lr = h.lr, scale = h.scale, keep = h.keep, g
-    cdef Py_ssize_t i
-    for i in range(n):
-        g = grad[i] * scale
-        grad[i] = 0
-        theta[i] = (old[i] - lr * g) * keep
+def simd_levels():
+    """The SIMD levels of the rules this processor runs, best first: a subset of
+    "avx512f", "avx2", "default" (the baseline, SSE2 on x86-64)."""
+    return [ab_level_names[k].decode() for k in range(N_LEVELS) if ab_level_runs(k)]
 
 
-cdef void momentum(float* theta, const float* old, float* grad, float** s, Py_ssize_t n,
-              const Hyper* h) noexcept nogil:
-    cdef float lr = h.lr, mom = h.mom, scale = h.scale, keep = h.keep, g
-    cdef float* v = s[0]
-    cdef Py_ssize_t i
-    for i in range(n):
-        g = grad[i] * scale
-        grad[i] = 0
-        v[i] = v[i] * mom - lr * g
-        theta[i] = (old[i] + v[i]) * keep
+def simd_level():
+    """The SIMD level the rules run at now (one of simd_levels())."""
+    return ab_level_names[LEVEL].decode()
 
 
-cdef void adagrad(float* theta, const float* old, float* grad, float** s, Py_ssize_t n,
-              const Hyper* h) noexcept nogil:
-    cdef float lr = h.lr, eps = h.eps, scale = h.scale, keep = h.keep, g
-    cdef float* G = s[0]
-    cdef Py_ssize_t i
-    for i in range(n):
-        g = grad[i] * scale
-        grad[i] = 0
-        G[i] = G[i] + g * g
-        theta[i] = (old[i] - lr * g / sqrtf(G[i] + eps)) * keep
+def set_simd_level(str name):
+    """Run the rules at level `name` (one of simd_levels(), or "auto": the best);
+    returns the previous one. Every level gives the same numbers; for tests and
+    measurements. Also set at import from AUTOBATCH_UPDATE_SIMD. ValueError for a level
+    this processor does not run."""
+    global LEVEL
+    old = simd_level()
+    runs = simd_levels()
+    if name == "auto":
+        name = runs[0]
+    if name not in runs:
+        raise ValueError(f"update rule SIMD level must be auto or one of {', '.join(runs)} "
+                         f"(what this processor runs), got {name!r}")
+    LEVEL = [ab_level_names[k].decode() for k in range(N_LEVELS)].index(name)
+    return old
 
 
-cdef void adadelta(float* theta, const float* old, float* grad, float** s, Py_ssize_t n,
-              const Hyper* h) noexcept nogil:
-    cdef float rho = h.rho, rest = ONE - h.rho, eps = h.eps, scale = h.scale, keep = h.keep, g, d
-    cdef float* Eg = s[0]
-    cdef float* Ed = s[1]
-    cdef Py_ssize_t i
-    for i in range(n):
-        g = grad[i] * scale
-        grad[i] = 0
-        Eg[i] = rho * Eg[i] + rest * g * g
-        d = -g * sqrtf(Ed[i] + eps) / sqrtf(Eg[i] + eps)
-        Ed[i] = rho * Ed[i] + rest * d * d
-        theta[i] = (old[i] + d) * keep
-
-
-cdef void rmsprop(float* theta, const float* old, float* grad, float** s, Py_ssize_t n,
-              const Hyper* h) noexcept nogil:
-    cdef float lr = h.lr, rho = h.rho, rest = ONE - h.rho, eps = h.eps
-    cdef float scale = h.scale, keep = h.keep, g
-    cdef float* Eg = s[0]
-    cdef Py_ssize_t i
-    for i in range(n):
-        g = grad[i] * scale
-        grad[i] = 0
-        Eg[i] = rho * Eg[i] + rest * g * g
-        theta[i] = (old[i] - lr * g / sqrtf(Eg[i] + eps)) * keep
-
-
-cdef void adam(float* theta, const float* old, float* grad, float** s, Py_ssize_t n,
-              const Hyper* h) noexcept nogil:
-    cdef float lr = h.lr, b1 = h.beta_1, b2 = h.beta_2, rest1 = ONE - h.beta_1, rest2 = ONE - h.beta_2
-    cdef float eps = h.eps, scale = h.scale, keep = h.keep, g
-    cdef float* m = s[0]
-    cdef float* v = s[1]
-    cdef Py_ssize_t i
-    for i in range(n):
-        g = grad[i] * scale
-        grad[i] = 0
-        m[i] = b1 * m[i] + rest1 * g
-        v[i] = b2 * v[i] + rest2 * g * g
-        theta[i] = (old[i] - lr * m[i] / (sqrtf(v[i]) + eps)) * keep
-
-
-cdef void amsgrad(float* theta, const float* old, float* grad, float** s, Py_ssize_t n,
-              const Hyper* h) noexcept nogil:
-    cdef float lr = h.lr, b1 = h.beta_1, b2 = h.beta_2, rest1 = ONE - h.beta_1, rest2 = ONE - h.beta_2
-    cdef float eps = h.eps, scale = h.scale, keep = h.keep, g
-    cdef float* m = s[0]
-    cdef float* v = s[1]
-    cdef float* vhat = s[2]
-    cdef Py_ssize_t i
-    for i in range(n):
-        g = grad[i] * scale
-        grad[i] = 0
-        m[i] = b1 * m[i] + rest1 * g
-        v[i] = b2 * v[i] + rest2 * g * g
-        # np.maximum: a NaN on either side wins
-        vhat[i] = vhat[i] if (vhat[i] >= v[i] or vhat[i] != vhat[i]) else v[i]
-        theta[i] = (old[i] - lr * m[i] / (sqrtf(vhat[i]) + eps)) * keep
-
-
-cdef struct Rule:
-    rule_fn loop
-    int n_states          # state arrays the loop reads
-
-cdef enum:
-    N_RULES = 7
-
-# one record per rule, its index its id; RULES (name -> id) is what model/trainers.py names
-cdef Rule RULE_TABLE[N_RULES]
-RULES = {}
-
-
-cdef _add_rule(str name, rule_fn loop, int n_states):
-    RULE_TABLE[len(RULES)] = Rule(loop=loop, n_states=n_states)
-    RULES[name] = len(RULES)
-
-
-_add_rule("sgd", sgd, 0)
-_add_rule("momentum", momentum, 1)
-_add_rule("adagrad", adagrad, 1)
-_add_rule("adadelta", adadelta, 2)
-_add_rule("rmsprop", rmsprop, 1)
-_add_rule("adam", adam, 2)
-_add_rule("amsgrad", amsgrad, 3)
-assert len(RULES) == N_RULES
+set_simd_level(os.environ.get("AUTOBATCH_UPDATE_SIMD", "auto") or "auto")
 
 
 cdef float* _data(object arr) except? NULL:
@@ -256,9 +177,9 @@ cdef void run_rows(rule_fn rule, Slot sl, const Hyper* h) noexcept nogil:
     for r in range(sl.n_rows):
         if sl.used[r]:
             off = r * sl.row_size
-            for k in range(sl.n_states):
-                st[k] = sl.s[k] + off
-            rule(sl.out + off, sl.theta + off, sl.g + off, st, sl.row_size, h)
+            for k in range(MAX_STATES):
+                st[k] = sl.s[k] + off if k < sl.n_states else NULL
+            rule(sl.out + off, sl.theta + off, sl.g + off, st[0], st[1], st[2], sl.row_size, h)
     if sl.n_rows:
         memset(sl.used, 0, sl.n_rows)
 
@@ -268,36 +189,49 @@ ctypedef struct DenseJob:
     float* theta             # written
     const float* old         # read (theta itself, or the other buffer)
     float* g
-    float* s[MAX_STATES]     # (an array: Cython copies the Slot's array into it)
-    int n_states
-    Py_ssize_t n, part       # elements, and per part (a multiple of 16)
+    float* s[MAX_STATES]     # (NULL: a state array the rule has not)
+    Py_ssize_t n, part       # elements, and per part (a multiple of LINE)
+    Py_ssize_t head          # floats theta starts past a 64-byte line
     const Hyper* h
+
+
+cdef inline Py_ssize_t part_start(const DenseJob* job, int c) noexcept nogil:
+    """Where part c starts: parts after the first start where theta (written) is on a
+    64-byte line, so that two threads never write one line of it."""
+    return 0 if c == 0 else min(job.n, c * job.part - job.head)
+
+
+cdef inline int parts(const DenseJob* job) noexcept nogil:
+    """How many parts the job has."""
+    return <int>((job.n + job.part - 1) // job.part) if job.n else 0
 
 
 cdef void dense_part(void* ctx, int c) noexcept nogil:
     cdef DenseJob* job = <DenseJob*>ctx
-    cdef Py_ssize_t at = c * job.part, k
-    cdef float* st[MAX_STATES]
-    for k in range(job.n_states):
-        st[k] = job.s[k] + at
-    job.loop(job.theta + at, job.old + at, job.g + at, st, min(job.part, job.n - at), job.h)
+    cdef Py_ssize_t at = part_start(job, c)
+    cdef Py_ssize_t n = part_start(job, c + 1) if c + 1 < parts(job) else job.n
+    job.loop(job.theta + at, job.old + at, job.g + at,
+             job.s[0] + at if job.s[0] != NULL else NULL,
+             job.s[1] + at if job.s[1] != NULL else NULL,
+             job.s[2] + at if job.s[2] != NULL else NULL, n - at, job.h)
 
 
-cdef void run_dense(rule_fn loop, Slot sl, const Hyper* h) noexcept nogil:
-    """The rule on all of a parameter, in ranges over the engine's threads when it is
-    large (every element on its own: the numbers do not change)."""
-    cdef int threads = pool_threads()
-    cdef DenseJob job = DenseJob(loop=loop, theta=sl.out, old=sl.theta, g=sl.g, s=sl.s,
-                                 n_states=sl.n_states, n=sl.n, part=sl.n, h=h)
-    if threads > 1 and sl.n >= SPLIT_MIN:
-        job.part = ((sl.n + threads - 1) // threads + 15) // 16 * 16
-    pool_run(dense_part, &job, <int>((sl.n + job.part - 1) // job.part) if sl.n else 0)
+cdef void run_dense(rule_fn loop, float* theta, const float* old, float* g, float* const* s,
+                    int n_states, Py_ssize_t n, const Hyper* h) noexcept nogil:
+    """The rule on all n elements of a parameter, in ranges over the engine's threads
+    when it is large (every element on its own: the numbers do not change)."""
+    cdef int threads = pool_threads(), k
+    cdef DenseJob job = DenseJob(loop=loop, theta=theta, old=old, g=g, n=n, part=n, head=0, h=h)
+    for k in range(MAX_STATES):
+        job.s[k] = s[k] if k < n_states else NULL
+    if threads > 1 and n >= SPLIT_MIN:
+        job.part = ((n + threads - 1) // threads + LINE - 1) // LINE * LINE
+        job.head = (<uintptr_t>theta // sizeof(float)) % LINE
+    pool_run(dense_part, &job, parts(&job))
 
 
-cdef void scale_values(float* out, const float* old, Py_ssize_t n, float keep) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        out[i] = old[i] * keep
+cdef void run_slot(rule_fn loop, Slot sl, const Hyper* h) noexcept nogil:
+    run_dense(loop, sl.out, sl.theta, sl.g, sl.s, sl.n_states, sl.n, h)
 
 
 cdef class _Decay:
@@ -315,6 +249,40 @@ def apply(int rule, list dense, list sparse, double lr=0, double mom=0, double r
     table unmarked. Hyperparameters are rounded to float32, as np.float32() does."""
     step(None, rule, dense, sparse, [], [], 0, None, lr=lr, mom=mom, rho=rho, beta_1=beta_1,
          beta_2=beta_2, eps=eps, scale=scale, keep=keep)
+
+
+def rule_on_arrays(int rule, out, old, grad, list states, double lr=0, double mom=0,
+                   double rho=0, double beta_1=0, double beta_2=0, double eps=0,
+                   double scale=1, double keep=1):
+    """Rule `rule` on whole 1-d float32 arrays, as a parameter's dense step runs it
+    (split over the engine's threads when large): new values into `out` from `old`
+    (the same array: in place; else arrays that do not overlap), `grad` read then
+    zeroed, `states` the rule's state arrays. For tests and measurements."""
+    if not 0 <= rule < N_RULES:
+        raise ValueError(f"unknown rule {rule}")
+    arrays = [out, old, grad] + states
+    if any(not isinstance(a, np.ndarray) or a.dtype != np.float32 or a.ndim != 1
+           or a.size != out.size for a in arrays):
+        raise ValueError("rule_on_arrays: 1-d float32 arrays of one size")
+    if len(states) < ab_rule_states[rule]:
+        raise ValueError(f"rule {rule} needs {ab_rule_states[rule]} state arrays")
+    distinct = [old] + arrays[2:] if out is old else arrays
+    if any(np.may_share_memory(a, b) for k, a in enumerate(distinct) for b in distinct[k + 1:]):
+        raise ValueError("rule_on_arrays: the arrays overlap (out may only be old itself)")
+    cdef float* s[MAX_STATES]
+    cdef int k, n_states = min(len(states), MAX_STATES)
+    for k in range(MAX_STATES):
+        s[k] = _data(states[k]) if k < n_states else NULL
+    cdef Hyper h = Hyper(lr=<float>lr, mom=<float>mom, rho=<float>rho, beta_1=<float>beta_1,
+                         beta_2=<float>beta_2, eps=<float>eps, scale=<float>scale,
+                         keep=<float>keep)
+    cdef float* theta = _data(out)
+    cdef const float* before = _data(old)
+    cdef float* g = _data(grad)
+    cdef rule_fn loop = ab_rule_table[LEVEL][rule]
+    cdef Py_ssize_t n = out.size
+    with nogil:
+        run_dense(loop, theta, before, g, s, n_states, n, &h)
 
 
 # a trainer's counts of steps and clips (and since its last status())
@@ -353,8 +321,8 @@ def step(object trainer, int rule, list dense, list sparse, list decayed, list u
     of `unmark` zeroed, and the step counted on `trainer` (count_step; None: none)."""
     if not 0 <= rule < N_RULES:
         raise ValueError(f"unknown rule {rule}")
-    cdef rule_fn loop = RULE_TABLE[rule].loop
-    cdef int needs = RULE_TABLE[rule].n_states
+    cdef rule_fn loop = ab_rule_table[LEVEL][rule]
+    cdef int needs = ab_rule_states[rule]
     cdef Hyper h = Hyper(lr=<float>lr, mom=<float>mom, rho=<float>rho, beta_1=<float>beta_1,
                          beta_2=<float>beta_2, eps=<float>eps, scale=<float>scale,
                          keep=<float>keep)
@@ -388,7 +356,7 @@ def step(object trainer, int rule, list dense, list sparse, list decayed, list u
         d.out = d.buf.step_target()
     # from here on, no Python code: the step completes before a signal is handled
     for sl in dense:
-        run_dense(loop, sl, &h)
+        run_slot(loop, sl, &h)
         sl._done()
         if sl.used != NULL:
             memset(sl.used, 0, sl.n_rows)
@@ -397,7 +365,7 @@ def step(object trainer, int rule, list dense, list sparse, list decayed, list u
         if sl.used != NULL:
             run_rows(loop, sl, &h)
     for d in decays:
-        scale_values(d.out, d.old, d.buf.n, <float>keep)
+        ab_scale_table[LEVEL](d.out, d.old, d.buf.n, <float>keep)
         d.buf.step_done(d.out)
     for m in masks:
         if m.shape[0]:
@@ -419,21 +387,9 @@ def restore(list saved):
             f[:] = f_from
 
 
-cdef double sum_squares(const float* x, Py_ssize_t n) noexcept nogil:
-    # eight double accumulators: independent chains the compiler can vectorise
-    cdef double acc[8]
-    cdef Py_ssize_t i, k, n8 = n - n % 8
-    cdef double total = 0
-    for k in range(8):
-        acc[k] = 0
-    for i in range(0, n8, 8):
-        for k in range(8):
-            acc[k] += <double>x[i + k] * <double>x[i + k]
-    for i in range(n8, n):
-        total += <double>x[i] * <double>x[i]
-    for k in range(8):
-        total += acc[k]
-    return total
+cdef inline double sum_squares(const float* x, Py_ssize_t n) noexcept nogil:
+    # eight double accumulators in update_rules.h: independent chains that vectorise
+    return ab_sum_squares_table[LEVEL](x, n)
 
 
 def sum_of_squares(const float[::1] x):
