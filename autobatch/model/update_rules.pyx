@@ -44,9 +44,11 @@ cdef extern from "update_rules.h" nogil:
 
 cdef enum:
     MAX_STATES = 3
-    SPLIT_MIN = 1 << 16     # elements of a parameter from which its update is split
-                            # over the engine's threads (dy.set_num_threads)
     LINE = 16               # floats in 64 bytes: the threads' parts start on a line
+
+# elements of a parameter from which its update is split over the engine's threads
+# (dy.set_num_threads); see set_split_min
+cdef Py_ssize_t SPLIT_MIN = 1 << 16
 
 # one record per rule in update_rules.h, its index its id; RULES (name -> id) is what
 # model/trainers.py names
@@ -87,6 +89,17 @@ def set_simd_level(str name):
 
 
 set_simd_level(os.environ.get("AUTOBATCH_UPDATE_SIMD", "auto") or "auto")
+
+
+def set_split_min(Py_ssize_t n):
+    """Split a dense update over the engine's threads from `n` elements of a parameter
+    on (1: always, when there are several threads); returns the previous size. For
+    tests and measurements (benchmarks/update_bandwidth.py --split)."""
+    global SPLIT_MIN
+    if n < 1:
+        raise ValueError(f"the split size must be at least 1, got {n}")
+    old, SPLIT_MIN = SPLIT_MIN, n
+    return old
 
 
 cdef float* _data(object arr) except? NULL:
@@ -221,7 +234,9 @@ cdef void run_dense(rule_fn loop, float* theta, const float* old, float* g, floa
     """The rule on all n elements of a parameter, in ranges over the engine's threads
     when it is large (every element on its own: the numbers do not change)."""
     cdef int threads = pool_threads(), k
-    cdef DenseJob job = DenseJob(loop=loop, theta=theta, old=old, g=g, n=n, part=n, head=0, h=h)
+    cdef DenseJob job
+    job.loop, job.theta, job.old, job.g, job.h = loop, theta, old, g, h
+    job.n, job.part, job.head = n, n, 0
     for k in range(MAX_STATES):
         job.s[k] = s[k] if k < n_states else NULL
     if threads > 1 and n >= SPLIT_MIN:

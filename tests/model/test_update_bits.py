@@ -4,6 +4,10 @@ the vector widths (a vector of 4, 8 or 16 floats and its tails), on arrays that 
 off a vector boundary (each array its own way), dense and sparse (used rows), with and
 without clipping and weight decay, in place and into another buffer (the step of a
 parameter a live graph reads), at every SIMD level this processor runs."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -20,7 +24,8 @@ TRAINERS = {
     "adam": (dy.AdamTrainer, {"alpha": 0.01, "beta_1": 0.8, "beta_2": 0.99, "eps": 1e-6}),
     "amsgrad": (dy.AmsgradTrainer, {"alpha": 0.01, "beta_1": 0.8, "beta_2": 0.99, "eps": 1e-6}),
 }
-# the large size is above the size from which a dense update is split over the threads
+# the large size is above the size from which the engine splits a dense update over its
+# threads (the tests force the split at every size)
 SIZES = [0, 1, 15, 16, 17, 31, 33, 1000, 70001]
 T = 3                      # the step number (Adam's bias correction)
 SCALE = 0.37               # a clipping factor
@@ -103,11 +108,13 @@ SHIFTS = [(0, 0, 0, 0, 0), (1, 3, 5, 7, 2), (3, 0, 1, 2, 15)]
 @pytest.mark.parametrize("in_place", [True, False], ids=["in_place", "out_of_place"])
 @pytest.mark.parametrize("keep", [1.0, KEEP], ids=["nodecay", "decay"])
 @pytest.mark.parametrize("scale", [1.0, SCALE], ids=["noclip", "clip"])
-# (2 threads: a large parameter's update split over them, at 64-byte lines of its values)
-@pytest.mark.parametrize("n,threads", [(n, 1) for n in SIZES] + [(SIZES[-1], 2)])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("name", list(TRAINERS))
 def test_dense_rule_bits(name, n, threads, scale, keep, in_place, level):
-    old_threads = dy.get_num_threads()
+    """With 2 threads every size is split over them (parts that start on 64-byte lines
+    of the values: 16 floats, shifted by where the values start)."""
+    old_threads, old_split = dy.get_num_threads(), _update.set_split_min(1)
     dy.set_num_threads(threads)
     try:
         for k, shifts in enumerate(SHIFTS):
@@ -122,6 +129,7 @@ def test_dense_rule_bits(name, n, threads, scale, keep, in_place, level):
             assert not grad.any()
     finally:
         dy.set_num_threads(old_threads)
+        _update.set_split_min(old_split)
 
 
 @pytest.mark.parametrize("keep", [1.0, KEEP], ids=["nodecay", "decay"])
@@ -211,3 +219,47 @@ def test_squared_norm_and_decay_bits(n, level):
     want = buf.current * KEEP
     _update.step(None, _update.RULES["sgd"], [], [], [buf], [], 0, None, keep=KEEP)
     assert_same_bits(buf.current, want)
+
+
+def test_simd_level_choice():
+    levels = _update.simd_levels()
+    assert levels[-1] == "default" and _update.simd_level() == levels[0]
+    with pytest.raises(ValueError, match="SIMD level"):
+        _update.set_simd_level("sse9")
+    old = _update.set_simd_level(levels[-1])
+    try:
+        assert _update.simd_level() == "default"
+        assert _update.set_simd_level("auto") == "default"
+        assert _update.simd_level() == levels[0]
+    finally:
+        _update.set_simd_level(old)
+    with pytest.raises(ValueError, match="at least 1"):
+        _update.set_split_min(0)
+
+
+@pytest.mark.parametrize("value", ["default", "avx2", "bogus"])
+def test_simd_level_from_the_environment(value):
+    """AUTOBATCH_UPDATE_SIMD at import: a level this processor runs, else an error."""
+    code = "from autobatch.model import update_rules as u; print(u.simd_level())"
+    env = dict(os.environ, AUTOBATCH_UPDATE_SIMD=value)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=False, cwd=os.path.dirname(os.path.dirname(dy.__file__)))
+    if value in _update.simd_levels():
+        assert done.returncode == 0 and done.stdout.strip() == value
+    else:
+        assert done.returncode != 0 and "SIMD level" in done.stderr
+
+
+def test_rule_on_arrays_rejects_what_the_loops_cannot_read():
+    a, b, c = (np.zeros(8, dtype=np.float32) for _ in range(3))
+    sgd, adam = _update.RULES["sgd"], _update.RULES["adam"]
+    with pytest.raises(ValueError, match="overlap"):
+        _update.rule_on_arrays(sgd, a[1:], a[:-1], b[1:], [])
+    with pytest.raises(ValueError, match="overlap"):
+        _update.rule_on_arrays(sgd, a, a, a, [])
+    with pytest.raises(ValueError, match="one size"):
+        _update.rule_on_arrays(sgd, a, a, b[1:], [])
+    with pytest.raises(ValueError, match="state arrays"):
+        _update.rule_on_arrays(adam, a, a, b, [c])
+    with pytest.raises(ValueError, match="unknown rule"):
+        _update.rule_on_arrays(99, a, a, b, [])
