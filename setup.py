@@ -56,8 +56,11 @@ MOD_NAMES = [
 # the trainers' rules (model/update_rules.h, each loop also compiled for AVX2 and
 # AVX-512): exact float32 rounding order (they must give the numbers of the numpy
 # expressions at every level), so no contraction into FMAs where a target has them;
-# sqrtf need not set errno (nothing reads it), which lets its loops vectorise
-EXTRA_ARGS = {"autobatch.model.update_rules": ["-ffp-contract=off", "-fno-math-errno"]}
+# sqrtf need not set errno (nothing reads it), which lets its loops vectorise; and the
+# zeroing of the gradient stays in the loop (split out as a memset, it would stream the
+# gradient from memory a second time)
+EXTRA_ARGS = {"autobatch.model.update_rules": ["-ffp-contract=off", "-fno-math-errno",
+                                               "-fno-tree-loop-distribute-patterns"]}
 
 # translate and compile on every core this process may use (pip runs setup.py with no -j)
 JOBS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

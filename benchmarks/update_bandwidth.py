@@ -18,7 +18,8 @@ this build's, interleaved, on the same arrays.
 Every figure is a median of --reps runs; before each run the gradient is refilled and
 a 64 MB buffer is streamed, so that nothing of the parameter is in the caches. GB/s
 counts the bytes the rule must move (4 bytes x elements x streams), as STREAM does:
-write-allocate traffic is not counted. Compare figures of one run only: the machine is
+write-allocate traffic is not counted (copy and add pay it, a rule and the in-place
+scale do not: they write only lines they read, so the scale is the rules' ceiling). Compare figures of one run only: the machine is
 shared."""
 import argparse
 import glob
@@ -82,8 +83,9 @@ def with_threads(threads, work, *args):
 
 
 def probe(n, threads, reps):
-    """numpy copy (2 streams) and add (3) on n floats, the arrays in `threads` parts run
-    by as many Python threads (numpy releases the GIL): (copy GB/s, add GB/s)."""
+    """numpy copy (2 streams), add (3) and an in-place scale (a *= s: 2 streams, each
+    line read then written, as every stream of a rule) on n floats, the arrays in
+    `threads` parts run by as many Python threads (numpy releases the GIL): their GB/s."""
     a, b, c = (np.full(n, 1.5, dtype=np.float32) for _ in range(3))
     parts = [slice(k * n // threads, (k + 1) * n // threads) for k in range(threads)]
 
@@ -102,9 +104,13 @@ def probe(n, threads, reps):
 
     def add(p):
         np.add(a[p], b[p], out=c[p])
+
+    def scale(p):
+        np.multiply(a[p], np.float32(1.0), out=a[p])
     t_copy = median_time(lambda: run(copy), reps, lambda: None)
     t_add = median_time(lambda: run(add), reps, lambda: None)
-    return 8 * n / t_copy / 1e9, 12 * n / t_add / 1e9
+    t_scale = median_time(lambda: run(scale), reps, lambda: None)
+    return 8 * n / t_copy / 1e9, 12 * n / t_add / 1e9, 8 * n / t_scale / 1e9
 
 
 def rule_time(name, p, reps):
@@ -119,8 +125,9 @@ def bandwidth_table(sizes, reps, levels):
     rng = np.random.default_rng(0)
     for n in sizes:
         for threads in (1, 2):
-            copy, add = probe(n, threads, reps)
-            print(f"\nn = {n:,} floats, {threads} thread(s): numpy copy {copy:.1f} GB/s, add {add:.1f} GB/s")
+            copy, add, scale = probe(n, threads, reps)
+            print(f"\nn = {n:,} floats, {threads} thread(s): numpy copy {copy:.1f} GB/s, "
+                  f"add {add:.1f} GB/s, in-place scale {scale:.1f} GB/s")
             for name in rules.RULES:
                 p = Param(name, n, rng)
                 cells = []
@@ -129,7 +136,7 @@ def bandwidth_table(sizes, reps, levels):
                     t = with_threads(threads, rule_time, name, p, reps)
                     rules.set_simd_level(old)
                     cells.append(f"{level} {p.streams() * 4 * n / t / 1e9:5.1f} GB/s "
-                                 f"({1e3 * t:6.2f} ms, {p.streams() * 4 * n / t / 1e9 / add:4.2f} of add)")
+                                 f"({1e3 * t:6.2f} ms, {p.streams() * 4 * n / t / 1e9 / scale:4.2f} of scale)")
                 print(f"  {name:9s} {p.streams()} streams: " + "   ".join(cells))
 
 
