@@ -4,6 +4,7 @@ the vector widths (a vector of 4, 8 or 16 floats and its tails), on arrays that 
 off a vector boundary (each array its own way), dense and sparse (used rows), with and
 without clipping and weight decay, in place and into another buffer (the step of a
 parameter a live graph reads), at every SIMD level this processor runs."""
+import itertools
 import os
 import subprocess
 import sys
@@ -103,21 +104,21 @@ def hyper(name, scale, keep):
 
 
 SHIFTS = [(0, 0, 0, 0, 0), (1, 3, 5, 7, 2), (3, 0, 1, 2, 15)]
+# (clipping factor, weight-decay factor): none, clipping, decay, both
+CLIP_DECAY = [(1.0, 1.0), (SCALE, 1.0), (1.0, KEEP), (SCALE, KEEP)]
 
 
 @pytest.mark.parametrize("in_place", [True, False], ids=["in_place", "out_of_place"])
-@pytest.mark.parametrize("keep", [1.0, KEEP], ids=["nodecay", "decay"])
-@pytest.mark.parametrize("scale", [1.0, SCALE], ids=["noclip", "clip"])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("name", list(TRAINERS))
-def test_dense_rule_bits(name, n, threads, scale, keep, in_place, level):
+def test_dense_rule_bits(name, n, threads, in_place, level):
     """With 2 threads every size is split over them (parts that start on 64-byte lines
     of the values: 16 floats, shifted by where the values start)."""
     old_threads, old_split = dy.get_num_threads(), _update.set_split_min(1)
     dy.set_num_threads(threads)
     try:
-        for k, shifts in enumerate(SHIFTS):
+        for (scale, keep), (k, shifts) in itertools.product(CLIP_DECAY, enumerate(SHIFTS)):
             theta, grad, states = arrays(name, n, seed=n + 7 * k, shifts=shifts)
             want, want_states = reference(name, theta, grad, states, scale, keep)
             out = theta if in_place else placed(np.random.default_rng(k), n, shifts[-1])
@@ -132,8 +133,7 @@ def test_dense_rule_bits(name, n, threads, scale, keep, in_place, level):
         _update.set_split_min(old_split)
 
 
-@pytest.mark.parametrize("keep", [1.0, KEEP], ids=["nodecay", "decay"])
-@pytest.mark.parametrize("scale", [1.0, SCALE], ids=["noclip", "clip"])
+@pytest.mark.parametrize("scale,keep", CLIP_DECAY, ids=["plain", "clip", "decay", "clip+decay"])
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("name", list(TRAINERS))
 def test_dense_slot_bits(name, n, scale, keep, level):
@@ -151,8 +151,7 @@ def test_dense_slot_bits(name, n, scale, keep, level):
     assert not grad.any()
 
 
-@pytest.mark.parametrize("keep", [1.0, KEEP], ids=["nodecay", "decay"])
-@pytest.mark.parametrize("scale", [1.0, SCALE], ids=["noclip", "clip"])
+@pytest.mark.parametrize("scale,keep", CLIP_DECAY, ids=["plain", "clip", "decay", "clip+decay"])
 @pytest.mark.parametrize("row_size", SIZES[:-1] + [4099])
 @pytest.mark.parametrize("name", list(TRAINERS))
 def test_sparse_rule_bits(name, row_size, scale, keep, level):
