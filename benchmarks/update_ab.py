@@ -4,7 +4,7 @@ tasks' models: the same gradients are restored before every update and the two
 trainers alternate, so machine noise hits both alike.
 
     PYTHONPATH=. python benchmarks/update_ab.py OTHER [--task all]
-        [--trainer sgd|adam|...] [--updates 30] [--decay 0] [--clip 5]
+        [--trainer sgd|adam|...] [--updates 30] [--decay 0] [--clip 5] [--sparse 1]
 
 OTHER is a trainers.py file, or a git revision of this repository: then its
 autobatch/model/trainers.py, or autobatch/trainers.py for revisions from before the
@@ -92,6 +92,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--decay", type=float, default=0.0)
     ap.add_argument("--clip", type=float, default=5.0)
+    ap.add_argument("--sparse", type=int, default=1,
+                    help="sparse lookup updates (1, the default) or whole tables (0)")
     a = ap.parse_args()
     old = load_module(a.old)
     names = list(tasks.CLASSES) if a.task == "all" else a.task.split(",")
@@ -102,6 +104,7 @@ def main():
         trainers = [getattr(m, TRAINERS[a.trainer])(pc) for m in (old, dy)]
         for tr in trainers:
             tr.set_clip_threshold(a.clip)
+            tr.set_sparse_updates(bool(a.sparse))
         times = ([], [])
         for k in range(a.updates + 1):
             for j in ((0, 1) if k % 2 else (1, 0)):
