@@ -19,7 +19,9 @@ Every figure is a median of --reps runs; before each run the gradient is refille
 a 64 MB buffer is streamed, so that nothing of the parameter is in the caches. GB/s
 counts the bytes the rule must move (4 bytes x elements x streams), as STREAM does:
 write-allocate traffic is not counted (copy and add pay it, a rule and the in-place
-scale do not: they write only lines they read, so the scale is the rules' ceiling). Compare figures of one run only: the machine is
+scale do not: they write only lines they read, so the scale is the rules' ceiling).
+The 2-thread probe runs two Python threads, which a busy machine may not run at once:
+its figures are a floor, the 1-thread ones the reference. Compare figures of one run only: the machine is
 shared."""
 import argparse
 import glob
