@@ -357,15 +357,18 @@ def print_times(config, result):
 def callgrind(a, config, library, python, dynet_autobatch):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "cg")
-        cmd = ["valgrind", "--tool=callgrind", "--dump-before=os_getppid",
+        if a.keep:                   # callgrind's files: cg.<config>.<library>.<dump>
+            out = os.path.join(os.path.abspath(a.keep), f"cg.{config}.{library}{dynet_autobatch}")
+        cmd = ["valgrind", "--tool=callgrind", "--dump-before=os_getppid", "--compress-strings=no",
                f"--callgrind-out-file={out}"] + \
             worker_cmd(python, library, config, a, dynet_autobatch, callgrind=True)
         subprocess.run(cmd, check=True, env=env_for(library), cwd=d,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         parts = []
-        dumps = [f for f in os.listdir(d) if f.startswith("cg.")]
+        where, name = os.path.split(out)
+        dumps = [f for f in os.listdir(where) if f.startswith(name + ".")]
         for f in sorted(dumps, key=lambda f: int(f.rsplit(".", 1)[1])):
-            with open(os.path.join(d, f)) as fh:
+            with open(os.path.join(where, f)) as fh:
                 for line in fh:
                     if line.startswith(("summary:", "totals:")):
                         parts.append(int(line.split()[1]))
@@ -396,6 +399,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--compare", metavar="PYTHON", help="an interpreter with DyNet")
     ap.add_argument("--callgrind", action="store_true", help="instruction counts per phase")
+    ap.add_argument("--keep", metavar="DIR", help="keep callgrind's files here (dump 1 + "
+                    "s * 8 + k: phase k of step s; callgrind_annotate them)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--dynet-autobatch", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--callgrind-child", action="store_true", help=argparse.SUPPRESS)
