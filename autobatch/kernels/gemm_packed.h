@@ -15,6 +15,7 @@
 #ifndef AUTOBATCH_GEMM_PACKED_H
 #define AUTOBATCH_GEMM_PACKED_H
 #include <stddef.h>
+#include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(AB_NO_CLONES)
 #define AB_PK_SIMD 1
@@ -40,7 +41,16 @@ static void ab_pk_pack(char ta, int M, int K, const float* A, int lda, float* P,
     for (int p = 0; p * mr < M; p++) {
         float* d = P + (size_t)p * mr * K;
         int rows = M - p * mr < mr ? M - p * mr : mr;
-        if (ta == 'N') {
+        if (ta == 'N' && rows == mr && (mr == 16 || mr == 32)) {
+            /* full panels, the common case: a copy of a constant size per k, which the
+               compiler turns into a few vector moves (the loop below, whose trip count
+               is known only at run time, cost about 3 instructions per float) */
+            for (int k = 0; k < K; k++) {
+                const float* s = A + (size_t)k * lda + (size_t)p * mr;
+                if (mr == 16) memcpy(d + (size_t)k * 16, s, 16 * sizeof(float));
+                else memcpy(d + (size_t)k * 32, s, 32 * sizeof(float));
+            }
+        } else if (ta == 'N') {
             for (int k = 0; k < K; k++) {
                 const float* s = A + (size_t)k * lda + (size_t)p * mr;
                 for (int i = 0; i < rows; i++) d[(size_t)k * mr + i] = s[i];
