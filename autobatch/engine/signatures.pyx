@@ -152,11 +152,22 @@ cdef int rehash(SigTable* t) except -1:
 
 
 cdef void sig_reset(SigTable* t) noexcept nogil:
-    """Forget every signature (a new graph); keep the memory."""
+    """Forget every signature (a new graph); keep the memory. The table keeps the
+    size of the largest graph the thread built: a small graph clears only the slots of
+    its own signatures (each found by its probe), not the whole table, so that one
+    large graph does not make every later renew_cg pay for it."""
+    cdef int64_t s, slot, mask = t.table_size - 1
+    if t.table != NULL:
+        if 16 * t.n < t.table_size:
+            for s in range(t.n):
+                slot = <int64_t>(t.hash[s] & <uint64_t>mask)
+                while t.table[slot] != s:
+                    slot = (slot + 1) & mask
+                t.table[slot] = -1
+        else:
+            memset(t.table, 0xff, t.table_size * sizeof(int32_t))
     t.n = 0
     t.n_keys = 0
-    if t.table != NULL:
-        memset(t.table, 0xff, t.table_size * sizeof(int32_t))
 
 
 cdef void sig_truncate(SigTable* t, int64_t n) noexcept nogil:
