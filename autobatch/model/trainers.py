@@ -111,6 +111,7 @@ class Trainer:
         self._updates_since_status = 0
         self._clips_since_status = 0
         self._state = {}   # id(parameter) -> (parameter, [state arrays])
+        self._model_slots = None    # (key, slots): see _all_slots
 
     # -------------------------------------------------------- settings ----
 
@@ -194,6 +195,22 @@ class Trainer:
             self._state[id(p)] = entry
         return entry[1]
 
+    def _all_slots(self):
+        """(parameter, slot) pairs of the model's parameters and of its lookup tables, in
+        model order, kept between steps: they change only when the collection gains or
+        loses parameters (appended to, or truncated by a failed load), which the key sees.
+        The pairs keep the parameters alive, so an id in the key is never reused."""
+        reg = self.model._registry
+        key = (len(reg.params), len(reg.lookups), id(reg.params[-1]) if reg.params else 0,
+               id(reg.lookups[-1]) if reg.lookups else 0)
+        cached = self._model_slots
+        if cached is None or cached[0] != key:
+            pairs = tuple([(p, self._slot(p)) for p in ps]
+                          for ps in (self.model.parameters_list(),
+                                     self.model.lookup_parameters_list()))
+            cached = self._model_slots = (key, pairs)
+        return cached[1]
+
     def _clip_scale(self, dense, sparse):
         """The clipping factor of the gradients, and whether it clips (1 or 0); changes
         nothing (the counts are the step's, see _update)."""
@@ -212,8 +229,8 @@ class Trainer:
         """One optimizer step over the model's parameters (see the module docstring).
         All or nothing: a Ctrl-C before the step starts stops it, one during it is
         raised once the step (values, state, decay, counters) is complete."""
-        self._update(self.model.parameters_list(), self.model.lookup_parameters_list(),
-                     None if self._scheduled is None else self._scheduled())
+        params, lookups = self._all_slots()
+        self._update(params, lookups, None if self._scheduled is None else self._scheduled())
 
     # a method returning the attributes the step sets with its counts (a schedule's
     # next learning rate), or None
@@ -229,16 +246,20 @@ class Trainer:
         ``update=False`` on the expressions of parameters that must not change."""
         ip, il = chosen_indices(self.model, updated_params, updated_lookups)
         params, lookups = self.model.parameters_list(), self.model.lookup_parameters_list()
-        self._update([params[i] for i in ip], [lookups[i] for i in il])
+        self._update([(params[i], self._slot(params[i])) for i in ip],
+                   [(lookups[i], self._slot(lookups[i])) for i in il])
 
     def _update(self, params, lookups, after=None):
-        dense = [self._slot(p) for p in params if p.is_updated()]
-        sparse, unmark = [], []
-        for lp in lookups:
-            if lp.is_updated():
-                (sparse if self.sparse_updates_enabled else dense).append(self._slot(lp))
-            else:
-                unmark.append(lp._used_mask)     # (the step unmarks the tables it updates)
+        """The step over `params` and `lookups`, (parameter, slot) pairs."""
+        dense = [sl for p, sl in params if p._updated]
+        if self.sparse_updates_enabled:
+            sparse = [sl for lp, sl in lookups if lp._updated]
+        else:
+            dense += [sl for lp, sl in lookups if lp._updated]
+            sparse = []
+        # (the step unmarks the tables it updates)
+        unmark = [lp._used_mask for lp, _ in lookups if not lp._updated]
+        lookups = [lp for lp, _ in lookups]
         scale, clipped = self._clip_scale(dense, sparse)
         lam = self.model.get_weight_decay()
         keep = np.float32(1.0 - lam) if lam else 1.0
