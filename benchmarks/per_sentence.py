@@ -5,6 +5,7 @@ dynet-py/bilstm-tagger.py), with the time of a step split by phase.
     python benchmarks/per_sentence.py --data DIR                  # autobatch, every config
     python benchmarks/per_sentence.py --data DIR --compare /work/venv-new/bin/python
     python benchmarks/per_sentence.py --data DIR --callgrind --config treenn-adam-dense
+    python benchmarks/per_sentence.py --data DIR --baseline OTHER_TREE     # before/after
 
 DIR holds the benchmark's data (data/trees/{train,dev}.txt, data/tags/{train,dev}.txt):
 ``git --git-dir=<mirror of neulab/dynet-benchmark> archive HEAD | tar -x -C DIR``. A
@@ -306,8 +307,9 @@ def worker_cmd(python, library, config, a, dynet_autobatch=0, callgrind=False):
     return cmd + (["--callgrind-child"] if callgrind else [])
 
 
-def env_for(library):
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def env_for(library, root=None):
+    """The worker's environment: autobatch from `root` (default: this script's tree)."""
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1")
     if library == "autobatch":
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
@@ -315,14 +317,17 @@ def env_for(library):
 
 
 def compare(a, config):
-    systems = [("autobatch", sys.executable, 0)]
+    systems = [("autobatch", sys.executable, 0, None)]
+    if a.baseline:
+        systems += [("baseline", sys.executable, 0, os.path.abspath(a.baseline))]
     if a.compare:
-        systems += [("dynet", a.compare, 0), ("dynet-ab", a.compare, 1)]
+        systems += [("dynet", a.compare, 0, None), ("dynet-ab", a.compare, 1, None)]
     procs = []
-    for name, python, ab in systems:
-        p = subprocess.Popen(worker_cmd(python, name.split("-")[0], config, a, ab),
+    for name, python, ab, root in systems:
+        library = "dynet" if name.startswith("dynet") else "autobatch"
+        p = subprocess.Popen(worker_cmd(python, library, config, a, ab),
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                             env=env_for(name), cwd=tempfile.gettempdir())
+                             env=env_for(library, root), cwd=tempfile.gettempdir())
         json.loads(p.stdout.readline())
         procs.append((name, p))
     rows = {name: [] for name, _ in procs}
@@ -349,20 +354,21 @@ def print_times(config, result):
         ab = vals[names[0]]
         print(f"  {phase:<10s}" + "".join(f" {vals[n] * 1e6:10.1f}" for n in names)
               + "".join(f" {vals[n] / ab if ab else float('nan'):10.2f}" for n in names[1:]))
-    if len(names) > 1:
-        best = min(totals[n] for n in names[1:])
+    dynets = [n for n in names if n.startswith("dynet")]
+    if dynets:
+        best = min(totals[n] for n in dynets)
         print(f"  faster DyNet / autobatch = {best / totals[names[0]]:.2f}x")
 
 
-def callgrind(a, config, library, python, dynet_autobatch):
+def callgrind(a, config, library, python, dynet_autobatch, root=None):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "cg")
         if a.keep:                   # callgrind's files: cg.<config>.<library>.<dump>
-            out = os.path.join(os.path.abspath(a.keep), f"cg.{config}.{library}{dynet_autobatch}")
+            out = os.path.join(os.path.abspath(a.keep), f"cg.{config}.{library}{dynet_autobatch}{'.baseline' if root else ''}")
         cmd = ["valgrind", "--tool=callgrind", "--dump-before=os_getppid", "--compress-strings=no",
                f"--callgrind-out-file={out}"] + \
             worker_cmd(python, library, config, a, dynet_autobatch, callgrind=True)
-        subprocess.run(cmd, check=True, env=env_for(library), cwd=d,
+        subprocess.run(cmd, check=True, env=env_for(library, root), cwd=d,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         parts = []
         where, name = os.path.split(out)
@@ -398,6 +404,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--compare", metavar="PYTHON", help="an interpreter with DyNet")
+    ap.add_argument("--baseline", metavar="TREE", help="another autobatch tree (built) to "
+                    "time side by side, as 'baseline' (e.g. the commit before a change)")
     ap.add_argument("--callgrind", action="store_true", help="instruction counts per phase")
     ap.add_argument("--keep", metavar="DIR", help="keep callgrind's files here (dump 1 + "
                     "s * 8 + k: phase k of step s; callgrind_annotate them)")
@@ -414,6 +422,9 @@ def main(argv=None):
             ap.error(f"unknown configuration {config!r}")
         if a.callgrind:
             result = {"autobatch": callgrind(a, config, "autobatch", sys.executable, 0)}
+            if a.baseline:
+                result["baseline"] = callgrind(a, config, "autobatch", sys.executable, 0,
+                                               os.path.abspath(a.baseline))
             if a.compare:
                 result["dynet"] = callgrind(a, config, "dynet", a.compare, 0)
                 result["dynet-ab"] = callgrind(a, config, "dynet", a.compare, 1)
