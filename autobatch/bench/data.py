@@ -1,4 +1,5 @@
-"""Deterministic synthetic data for the five benchmark tasks (see BENCHMARKS.md).
+"""Deterministic synthetic data for the benchmark tasks (see BENCHMARKS.md and
+docs/bench.md).
 
 Everything comes from ``numpy.random.default_rng(seed)``: the same seed gives the
 same corpus on every machine, and no download is needed. Each task's data is a list
@@ -173,17 +174,147 @@ def lm_instances(n_sentences, vocab=10000, seed=0):
     return [tuple(draw(n)) for n in lengths(rng, n_sentences, 21, 10, 1, 80)]
 
 
+# ---------------------------------------------------------------- typed trees --
+
+N_NODE_TYPES = 2
+
+
+def typed_bracketing(rng, words):
+    """As `random_bracketing`, an internal node being (type, left, right) with a type
+    drawn uniformly from 0..N_NODE_TYPES-1 (ED-Batch's double-typed TreeNN picks one of
+    two compositions per node at random)."""
+    if len(words) == 1:
+        return words[0]
+    k = int(rng.integers(1, len(words)))
+    kind = int(rng.integers(0, N_NODE_TYPES))
+    return (kind, typed_bracketing(rng, words[:k]), typed_bracketing(rng, words[k:]))
+
+
+def typed_tree_instances(n_sentences, vocab=20000, seed=0):
+    """(typed tree, label) pairs over the sentences and labels of `tree_instances`."""
+    rng = np.random.default_rng([seed, 5])
+    return [(typed_bracketing(rng, leaves(tree)), label)
+            for tree, label in tree_instances(n_sentences, vocab, seed)]
+
+
+def leaves(tree):
+    """The word ids at the leaves of a (typed or untyped) tree, left to right."""
+    if isinstance(tree, tuple):
+        return [w for child in tree[-2:] for w in leaves(child)]
+    return [tree]
+
+
+# ------------------------------------------------------------------- lattices --
+
+N_LATTICE_CHARS = 3000        # a Chinese NER character vocabulary
+LEXICON_SIZE = 20000
+WORD_LENGTHS = (2, 3, 4)
+
+
+class Lexicon:
+    """A synthetic lexicon over characters: `spelling[k]` is word k's characters and
+    `index` maps a spelling back to its id. Lengths 2-4 are Zipfian (P(rank r) ~ r**-1.5
+    over 2, 3, 4: 64 %, 23 %, 12 %); a longer word is, with probability `compound`, a
+    shorter word followed by characters, so that words nest and overlap in a sentence
+    as they do in Chinese lexicons (the lattice of 'Nanjing city Yangtze bridge')."""
+
+    def __init__(self, rng, size=LEXICON_SIZE, n_chars=N_LATTICE_CHARS, compound=0.6):
+        p = 1.0 / np.arange(1, len(WORD_LENGTHS) + 1) ** 1.5
+        lens = np.sort(rng.choice(WORD_LENGTHS, size=size, p=p / p.sum()))
+        draw_char = zipf_sampler(rng, n_chars, a=1.0)
+        self.spelling, self.index = [], {}
+        for n in lens.tolist():                  # short words first: compounds reuse them
+            for _ in range(100):                 # a new spelling (short ones can collide)
+                word = tuple(draw_char(n))
+                if n > 2 and rng.random() < compound:
+                    stem = self.spelling[int(rng.integers(len(self.spelling)))]
+                    word = stem[:n - 1] + word[len(stem[:n - 1]):]
+                if word not in self.index:
+                    self.index[word] = len(self.spelling)
+                    self.spelling.append(word)
+                    break
+        # ids (and so Zipf frequency ranks) independent of length
+        order = rng.permutation(len(self.spelling))
+        self.spelling = [self.spelling[k] for k in order]
+        self.index = {w: k for k, w in enumerate(self.spelling)}
+
+    def matches(self, chars):
+        """(start, end, word id) of every lexicon word spelled by chars[start:end],
+        ordered by end then start: the lattice's word arcs, node `start` to node `end`."""
+        out = []
+        for end in range(2, len(chars) + 1):
+            for start in range(max(0, end - WORD_LENGTHS[-1]), end - 1):
+                k = self.index.get(tuple(chars[start:end]))
+                if k is not None:
+                    out.append((start, end, k))
+        return tuple(out)
+
+
+def lattice_instances(n_sentences, seed=0, p_word=0.75):
+    """(chars, tags, words) per sentence: text made of lexicon words (Zipf over the
+    lexicon, probability `p_word` per token) and single characters, lengths ~ gamma
+    mean 30, sd 15, 2..100 characters (Chinese NER sentences); `words` are all the
+    lexicon's matches over the characters (`Lexicon.matches`, about 0.5-1 per
+    character). Tags are a segmentation-style labelling (single char 0, word begin 1,
+    inside 2, end 3, every char of one word in ten 4, as an entity)."""
+    rng = np.random.default_rng([seed, 6])
+    lex = Lexicon(rng)
+    draw_word = zipf_sampler(rng, len(lex.spelling))
+    draw_char = zipf_sampler(rng, N_LATTICE_CHARS, a=1.0)
+    out = []
+    for n in lengths(rng, n_sentences, 30, 15, 2, 100):
+        chars, tags = [], []
+        while len(chars) < n:
+            if rng.random() < p_word:
+                k = draw_word(1)[0]
+                word = lex.spelling[k]
+                chars += word
+                tags += [4] * len(word) if k % 10 == 0 else [1] + [2] * (len(word) - 2) + [3]
+            else:
+                chars += draw_char(1)
+                tags.append(0)
+        chars, tags = tuple(chars[:n]), tuple(tags[:n])
+        out.append((chars, tags, lex.matches(chars)))
+    return out
+
+
+# ------------------------------------------------------------ sentence pairs --
+
+def nmt_instances(n_pairs, vocab=10000, seed=0):
+    """(source, target) pairs of ids 1..vocab-1 (0 is <s>). Source lengths ~ gamma mean
+    22, sd 10, 1..80; the target's length is the source's times a log-normal ratio
+    (median 1, sd ~0.2) plus noise, 1..80, so the two are correlated as in a
+    translation corpus (mean ~22-23, correlation ~0.9)."""
+    rng = np.random.default_rng([seed, 7])
+    draw_src = zipf_sampler(rng, vocab - 1, first=1)
+    draw_tgt = zipf_sampler(rng, vocab - 1, first=1)
+    src_lens = lengths(rng, n_pairs, 22, 10, 1, 80)
+    ratio = np.exp(rng.normal(0.0, 0.2, size=n_pairs))
+    tgt_lens = np.clip(np.rint(src_lens * ratio + rng.normal(0, 1.5, size=n_pairs)), 1, 80)
+    return [(tuple(draw_src(int(s))), tuple(draw_tgt(int(t)))) for s, t in zip(src_lens, tgt_lens)]
+
+
 # ------------------------------------------------------------------ per task --
 
+TREE_VOCAB = {"mvrnn": 256}     # MV-RNN: a matrix per word (ED-Batch's 256 words)
+MAKERS = {
+    "treelstm": tree_instances, "treegru": tree_instances, "mvrnn": tree_instances,
+    "typed-treenn": typed_tree_instances, "parser": parser_instances,
+}
+
+
 def make(task, n_sentences, seed=0, vocab=None):
-    """The instances of a task. For the taggers, (corpus, instances)."""
-    if task in ("tagger", "tagger-char"):
+    """The instances of a task, as (meta, instances): for the taggers and the BiRNN
+    meta is the corpus (its spelling and rare-word tables), else None."""
+    if task in ("tagger", "tagger-char", "birnn"):
         corpus = TaggedCorpus(max(n_sentences, 2000), vocab or 20000, seed)
         return corpus, corpus.sentences[:n_sentences]
-    if task == "treelstm":
-        return None, tree_instances(n_sentences, vocab or 20000, seed)
-    if task == "parser":
-        return None, parser_instances(n_sentences, vocab or 20000, seed)
+    if task in MAKERS:
+        return None, MAKERS[task](n_sentences, vocab or TREE_VOCAB.get(task, 20000), seed)
     if task == "lm":
         return None, lm_instances(n_sentences, vocab or 10000, seed)
+    if task in ("lattice-lstm", "lattice-gru"):
+        return None, lattice_instances(n_sentences, seed)
+    if task in ("nmt-attention", "nmt-dot"):
+        return None, nmt_instances(n_sentences, vocab or 10000, seed)
     raise ValueError(f"unknown task {task!r}")

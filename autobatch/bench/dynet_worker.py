@@ -51,7 +51,8 @@ def load_bench_modules():
     return mods["data"], mods["tasks"]
 
 
-def set_parameters(pc, path):
+def set_parameters(pc, path, set_lookup):
+    """`set_lookup(table, values)`: task_base's, which knows DyNet's matrix entries."""
     import numpy as np
     with np.load(path, allow_pickle=False) as arrays:
         for prefix, params in (("p", pc.parameters_list()), ("l", pc.lookup_parameters_list())):
@@ -62,7 +63,7 @@ def set_parameters(pc, path):
                 if prefix == "p":
                     p.set_value(value)
                 else:
-                    p.init_from_array(value)
+                    set_lookup(p, value)
 
 
 def main(argv):
@@ -79,7 +80,7 @@ def main(argv):
     batches = [instances[k * batch_size:(k + 1) * batch_size] for k in range(n_batches)]
     model = tasks.make(task, hidden, None, meta, "ops")
     if len(argv) > 8:
-        set_parameters(model.pc, argv[8])
+        set_parameters(model.pc, argv[8], tasks.set_lookup)
     trainer = dy.SimpleSGDTrainer(model.pc, float(lr))
 
     def send(obj):

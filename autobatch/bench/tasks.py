@@ -1,4 +1,7 @@
-"""The five benchmark tasks as per-instance autobatch code, written as a user would.
+"""The benchmark tasks as per-instance autobatch code, written as a user would: the
+five standard tasks here, the other workloads of the autobatching literature in
+``tree_tasks.py``, ``lattice_tasks.py`` and ``sequence_tasks.py``, and one registry of
+task names (``TASKS``, ``make``).
 
 Each task owns a ParameterCollection and has ``loss(instance)`` returning one
 Expression per instance; the runner sums them, runs forward, backward and the
@@ -27,47 +30,18 @@ seeds through ``dynet_config``). Nothing here may use ``dy`` at import time.
 """
 import autobatch as dy
 from autobatch.bench import data as D
+from autobatch.bench import lattice_tasks, sequence_tasks, task_base, tree_tasks
+from autobatch.bench.task_base import VARIANTS, Task, count_leaves, lstm_flops, mv, set_lookup  # noqa: F401
 
-TASKS = ("tagger", "tagger-char", "treelstm", "parser", "lm")
-VARIANTS = ("builder", "ops")
+FAMILIES = (task_base, tree_tasks, lattice_tasks, sequence_tasks)
 
 
 def use(module):
-    """Run the model code on `module` (``autobatch`` or ``dynet``)."""
+    """Run the model code of every task on `module` (``autobatch`` or ``dynet``)."""
     global dy
     dy = module
-
-
-def mv(rows, cols):
-    """Forward + backward FLOPs of one matrix-vector product."""
-    return 3 * 2 * rows * cols
-
-
-def lstm_flops(n, in_dim, hid):
-    """A one-layer LSTM over n inputs (the first step has no recurrent product)."""
-    return n * mv(4 * hid, in_dim) + max(n - 1, 0) * mv(4 * hid, hid) if n else 0
-
-
-class Task:
-    name = None
-
-    def __init__(self, hidden=256, seed=0, meta=None, variant="builder"):
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown variant {variant!r} (choose from {', '.join(VARIANTS)})")
-        self.H = hidden
-        self.variant = variant
-        self.pc = dy.ParameterCollection() if seed is None else dy.ParameterCollection(seed=seed)
-        self.meta = meta
-        self.build()
-
-    def build(self):
-        raise NotImplementedError
-
-    def loss(self, inst):
-        raise NotImplementedError
-
-    def flops(self, inst):
-        raise NotImplementedError
+    for family in FAMILIES:
+        family.use(module)
 
 
 class Tagger(Task):
@@ -216,10 +190,6 @@ class TreeLSTM(Task):
         return n * mv(3 * H, H) + (n - 1) * mv(5 * H, 2 * H) + mv(D.N_TAGS, H)
 
 
-def count_leaves(t):
-    return count_leaves(t[0]) + count_leaves(t[1]) if isinstance(t, tuple) else 1
-
-
 class Parser(Task):
     """Arc-standard parser trained on the static oracle: BiLSTM over the words; for
     each oracle step relu(W [h(s1); h(s0); h(b0)] + b) -> 3-way softmax. A learned
@@ -285,8 +255,13 @@ class LM(Task):
         return lstm_flops(n, H, H) + n * mv(self.vocab, H)
 
 
-CLASSES = {c.name: c for c in (Tagger, TaggerChar, TreeLSTM, Parser, LM)}
+STANDARD = (Tagger, TaggerChar, TreeLSTM, Parser, LM)
+CLASSES = {c.name: c for c in STANDARD + tree_tasks.CLASSES + lattice_tasks.CLASSES
+           + sequence_tasks.CLASSES}
+TASKS = tuple(CLASSES)
 
 
 def make(task, hidden=256, seed=0, meta=None, variant="builder"):
+    if task not in CLASSES:
+        raise ValueError(f"unknown task {task!r} (choose from {', '.join(TASKS)})")
     return CLASSES[task](hidden, seed, meta, variant)
