@@ -31,7 +31,14 @@ seeds through ``dynet_config``). Nothing here may use ``dy`` at import time.
 import autobatch as dy
 from autobatch.bench import data as D
 from autobatch.bench import lattice_tasks, sequence_tasks, task_base, tree_tasks
-from autobatch.bench.task_base import VARIANTS, Task, count_leaves, lstm_flops, mv, set_lookup  # noqa: F401
+from autobatch.bench.task_base import (  # noqa: F401
+    VARIANTS,
+    Task,
+    count_leaves,
+    lstm_flops,
+    mv,
+    set_lookup,
+)
 
 FAMILIES = (task_base, tree_tasks, lattice_tasks, sequence_tasks)
 

@@ -1,4 +1,5 @@
-"""PyTorch baselines for the five tasks: per-instance eager code and hand-batched code.
+"""PyTorch baselines for the five standard tasks (the other workloads in
+torch_workloads.py): per-instance eager code and hand-batched code.
 
 Same sizes and the same data as `tasks.py`, one thread (``torch.set_num_threads(1)``),
 plain SGD with the same learning rate and gradient clipping (global norm 5, as the
@@ -23,25 +24,8 @@ import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from autobatch.bench import data as D
-
-torch.set_num_threads(1)
-try:
-    torch.set_num_interop_threads(1)
-except RuntimeError:        # already set, or parallel work has started
-    pass
-
-
-class TorchTask(nn.Module):
-    """One task's modules; `loss_eager` / `loss_batched` build the minibatch loss."""
-
-    def __init__(self, hidden, seed, meta):
-        super().__init__()
-        torch.manual_seed(seed)
-        self.H, self.meta = hidden, meta
-        self.build()
-
-    def sgd(self, lr):
-        return torch.optim.SGD(self.parameters(), lr=lr)
+from autobatch.bench import torch_workloads
+from autobatch.bench.torch_common import TorchTask, _pad
 
 
 class Tagger(TorchTask):
@@ -80,17 +64,6 @@ class Tagger(TorchTask):
         out, _ = pad_packed_sequence(self.lstm(packed)[0])           # (T, B, 2H)
         h = torch.tanh(self.W(out.transpose(0, 1)[mask]))              # tokens in batch order
         return F.cross_entropy(self.O(h), tags, reduction="sum")
-
-
-def _pad(seqs, value=0):
-    """(T, B) long tensor, lengths, and a (B, T) mask of real positions."""
-    lengths = torch.tensor([len(s) for s in seqs])
-    T = int(lengths.max())
-    out = torch.full((len(seqs), T), value, dtype=torch.long)
-    for b, s in enumerate(seqs):
-        out[b, :len(s)] = torch.tensor(s)
-    mask = torch.arange(T)[None, :] < lengths[:, None]
-    return out.t().contiguous(), lengths, mask
 
 
 class TaggerChar(Tagger):
@@ -258,7 +231,7 @@ class LM(TorchTask):
 
 
 CLASSES = {"tagger": Tagger, "tagger-char": TaggerChar, "treelstm": TreeLSTM,
-           "parser": Parser, "lm": LM}
+           "parser": Parser, "lm": LM, **torch_workloads.CLASSES}
 MODES = ("eager", "batched")
 
 
