@@ -10,7 +10,10 @@ def parser(description):
     --help."""
     ap = argparse.ArgumentParser(prog="python -m autobatch.bench", description=description,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--task", default="all", help="all or a comma list of " + ",".join(tasks.TASKS))
+    ap.add_argument("--task", default="all",
+                    help="all, or a comma list of tasks and groups (standard: "
+                         + ",".join(tasks.GROUPS["standard"]) + "; literature: "
+                         + ",".join(tasks.GROUPS["literature"]) + ")")
     ap.add_argument("--strategy", default="all",
                     help="all (every registered strategy) or a comma list; NAME@N runs a strategy "
                          "on N engine threads (dy.set_num_threads), e.g. agenda,agenda@2")

@@ -1,4 +1,5 @@
-"""The task benchmark: full training steps on the five tasks of BENCHMARKS.md.
+"""The task benchmark: full training steps on the five tasks of BENCHMARKS.md and the
+other workloads of the autobatching literature (docs/bench.md).
 
 For every task, every chosen strategy and (when PyTorch is installed) the two PyTorch
 baselines train on the same minibatches, interleaved step by step so that machine
@@ -395,7 +396,8 @@ def _prepare(ap, a):
     tasks, strategies, sizes, baselines and variants); load torch and the BLAS."""
     for spec in a.imports:
         import_plugin(spec)
-    plan = SimpleNamespace(task_names=parse_list(a.task, tasks.TASKS, "task"))
+    plan = SimpleNamespace(task_names=tasks.expand(
+        parse_list(a.task, tasks.TASKS + tuple(tasks.GROUPS), "task")))
     plan.strategies = parse_list(a.strategy, list(dy.available_strategies()), "strategy") \
         if a.strategy == "all" else parse_list(a.strategy)
     parse_list(",".join(s.partition("@")[0] for s in plan.strategies), list(dy.available_strategies()),

@@ -17,8 +17,9 @@ Two variants (BENCHMARKS.md), chosen per model with ``variant=``:
   does (``dy.logistic(W * x + b)``, ``dy.cmult(i, u) + dy.cmult(f, c)``); LSTMs over
   sequences stay ``LSTMBuilder``, as DyNet users use ``dy.LSTMBuilder``.
 
-What differs: only the Tree-LSTM's leaf and internal-node compositions
-(``TreeLSTM.leaf_ops``/``compose_ops``). The other tasks' per-token and per-step layers
+What differs among the five: only the Tree-LSTM's leaf and internal-node compositions
+(``TreeLSTM.leaf_ops``/``compose_ops``); among the other workloads, only the BiRNN's
+cells (``sequence_tasks.BiRNN``). The other tasks' per-token and per-step layers
 (the tagger's ``tanh(W[f;b]+b)``, the parser's relu MLP, every output layer) are plain
 ops (``affine_transform``, ``tanh``, ``rectify``, ``pickneglogsoftmax``) in both
 variants, and their LSTMs are builders in both, so for them the two variants build the
@@ -266,6 +267,19 @@ STANDARD = (Tagger, TaggerChar, TreeLSTM, Parser, LM)
 CLASSES = {c.name: c for c in STANDARD + tree_tasks.CLASSES + lattice_tasks.CLASSES
            + sequence_tasks.CLASSES}
 TASKS = tuple(CLASSES)
+# names for sets of tasks on the command line (--task standard,literature)
+GROUPS = {"standard": tuple(c.name for c in STANDARD),
+          "literature": tuple(c.name for c in tree_tasks.CLASSES + lattice_tasks.CLASSES
+                              + sequence_tasks.CLASSES)}
+
+
+def expand(names):
+    """Task names with the group names among them replaced by their tasks, in order,
+    each once."""
+    out = []
+    for name in names:
+        out += [t for t in GROUPS.get(name, (name,)) if t not in out]
+    return out
 
 
 def make(task, hidden=256, seed=0, meta=None, variant="builder"):

@@ -79,6 +79,10 @@ def test_every_workload_is_registered():
     assert len(tasks.TASKS) == len(set(tasks.TASKS))
     with pytest.raises(ValueError, match="unknown task"):
         tasks.make("no-such-task")
+    assert tasks.expand(["literature"]) == list(WORKLOADS)
+    assert tasks.expand(["birnn", "standard", "lm"]) == ["birnn", "tagger", "tagger-char",
+                                                          "treelstm", "parser", "lm"]
+    assert tasks.GROUPS["standard"] + tasks.GROUPS["literature"] == tasks.TASKS
 
 
 # ---------------------------------------------------------------------- data --
