@@ -6,10 +6,10 @@ their characters, correlated sentence pairs); DyNet runs each of them (when an
 interpreter with DyNet is found) to the same losses as ours."""
 import numpy as np
 import pytest
+from test_bench import dynet_python
 
 import autobatch as dy
 from autobatch.bench import data, lattice_tasks, run, sequence_tasks, tasks, tree_tasks
-from test_bench import dynet_python
 
 WORKLOADS = tuple(c.name for c in tree_tasks.CLASSES + lattice_tasks.CLASSES
                   + sequence_tasks.CLASSES)
