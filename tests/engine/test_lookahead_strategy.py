@@ -1,6 +1,7 @@
 """The built-in 'lookahead' strategy (autobatch/engine/strategies.pyx, over the scheduler's
-feeder lists): on the graphs of the five bench tasks, both model variants, it reaches
-the lower bound on the number of batches (cg().batch_lower_bound()), never needs more
+feeder lists): on the graphs of the five standard bench tasks, both model variants, it
+reaches the lower bound on the number of batches (cg().batch_lower_bound()) (on the
+other workloads it needs at least as many), never needs more
 batches than 'critical', and its schedule is deterministic. Batched == unbatched for
 it is checked with the other strategies (test_batching, test_strategy_plugins,
 test_scheduler_props)."""
@@ -32,9 +33,17 @@ def schedule(model, inst, strategy):
     return [ids for _op, ids in dy.cg().batches()], dy.cg().batch_lower_bound()[0]
 
 
-def test_reaches_the_lower_bound(task_model):
+def test_reaches_the_lower_bound(task_model, request):
     model, inst = task_model
     batches, lb = schedule(model, inst, "lookahead")
+    if model.name not in tasks.GROUPS["standard"]:
+        # the other workloads: no claim of reaching it (docs/bench.md gives the ratios);
+        # on the MV-RNN the bound is wrong (test_lower_bound_unneeded_nodes.py)
+        if model.name == "mvrnn":
+            request.applymarker(pytest.mark.xfail(strict=True, reason="batch_lower_bound "
+                                                  "counts nodes the forward pass does not need"))
+        assert lb <= len(batches)
+        return
     assert len(batches) == lb
     critical, lb_c = schedule(model, inst, "critical")
     assert lb_c == lb and len(critical) >= len(batches)
