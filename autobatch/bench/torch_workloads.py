@@ -35,6 +35,20 @@ def as_typed(tree):
     return (kind, as_typed(left), as_typed(right))
 
 
+def pick(parts, locs):
+    """The rows `locs` ((part, row) pairs) of the state tuples `parts`, in that order:
+    one gather per part read, not a concatenation of all the parts so far (which, for
+    the MV-RNN's matrices, copies every level again at every level)."""
+    order = sorted(range(len(locs)), key=lambda j: locs[j])
+    rows = {}
+    for j in order:
+        rows.setdefault(locs[j][0], []).append(locs[j][1])
+    back = torch.empty(len(locs), dtype=torch.long)
+    back[torch.tensor(order)] = torch.arange(len(locs))
+    return tuple(torch.cat([parts[p][c][torch.tensor(r)] for p, r in rows.items()])[back]
+                 for c in range(len(parts[0])))
+
+
 def tree_levels(trees, leaf, node):
     """Root states of typed trees, computed level by level: `leaf(word ids)` and
     `node(kind, left states, right states)` take and return tuples of row-stacked
@@ -52,23 +66,18 @@ def tree_levels(trees, leaf, node):
     groups = {}
     for i, (height, kind, _) in enumerate(nodes):
         groups.setdefault((height, kind), []).append(i)
-    rank, parts, done = {}, [], 0
+    loc, parts = {}, []                          # node -> (part, row)
     for height, kind in sorted(groups):
         ids = groups[(height, kind)]
         if height == 0:
             out = leaf(torch.tensor([nodes[i][2] for i in ids]))
         else:
-            table = [torch.cat(c) for c in zip(*parts)]
-            left = torch.tensor([rank[nodes[i][2][0]] for i in ids])
-            right = torch.tensor([rank[nodes[i][2][1]] for i in ids])
-            out = node(kind, tuple(s[left] for s in table), tuple(s[right] for s in table))
+            out = node(kind, pick(parts, [loc[nodes[i][2][0]] for i in ids]),
+                       pick(parts, [loc[nodes[i][2][1]] for i in ids]))
         for j, i in enumerate(ids):
-            rank[i] = done + j
-        done += len(ids)
+            loc[i] = (len(parts), j)
         parts.append(out)
-    table = [torch.cat(c) for c in zip(*parts)]
-    at = torch.tensor([rank[r] for r in roots])
-    return tuple(s[at] for s in table)
+    return pick(parts, [loc[r] for r in roots])
 
 
 def tree_one(tree, leaf, node):
@@ -143,7 +152,12 @@ class MVRNN(TreeTask):
         (a, A), (b, B) = left, right
         Ba = torch.bmm(B, a.unsqueeze(2)).squeeze(2)
         Ab = torch.bmm(A, b.unsqueeze(2)).squeeze(2)
-        return torch.tanh(self.W(torch.cat([Ba, Ab], 1))), torch.matmul(self.WM, torch.cat([A, B], 1))
+        # W_M [A; B] for all n nodes as one product: (H, 2H) x (2H, n*H) (a broadcast
+        # matmul's backward would materialise n copies of W_M's gradient)
+        n, H = A.shape[0], self.H
+        AB = torch.cat([A, B], 1).transpose(0, 1).reshape(2 * H, n * H)
+        return (torch.tanh(self.W(torch.cat([Ba, Ab], 1))),
+                (self.WM @ AB).reshape(H, n, H).transpose(0, 1))
 
 
 class TypedTreeNN(TreeTask):
