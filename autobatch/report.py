@@ -9,6 +9,7 @@ import sys
 from autobatch.engine.strategies import available_strategies, default_strategy
 from autobatch.kernels.elementwise import simd_level
 from autobatch.kernels.packed import packed_isa, packed_limits
+from autobatch.model.update_rules import simd_level as update_simd_level
 from autobatch.runtime.blas import blas_info
 from autobatch.runtime.threads import get_num_threads
 from autobatch.version import __version__
@@ -32,7 +33,8 @@ def _version(distribution):
 def config_info():
     """The report as a dict: ``version``, ``python``, ``numpy``, ``scipy``, ``blas``
     (``library``, ``kernel``, ``threads``: see ``autobatch.blas_info``), ``simd`` (the
-    clone of the elementwise loops in use), ``packed_gemm`` (the products' packed-weight
+    clone of the elementwise loops in use), ``update_simd`` (the level of the trainers'
+    update rules: avx512f, avx2 or default), ``packed_gemm`` (the products' packed-weight
     kernel: avx512, avx2 or off), ``packed_unlimited`` (True when it takes products
     of every size: the AVX-512 kernel beside a BLAS kernel without AVX-512),
     ``threads`` (the engine's, see ``autobatch.set_num_threads``), ``default_strategy``, ``strategies`` and
@@ -53,6 +55,7 @@ def config_info():
         "scipy": scipy.__version__,
         "blas": blas_info(),
         "simd": simd_level(),
+        "update_simd": update_simd_level(),
         "packed_gemm": packed_isa(),
         "packed_unlimited": packed_limits()[1] is None,
         "threads": get_num_threads(),
@@ -76,6 +79,7 @@ def format_config(info=None):
         f"  BLAS threads:     {blas['threads'] if blas['threads'] is not None else 'unknown'}"
         "  (AUTOBATCH_BLAS_THREADS or autobatch.set_blas_threads)",
         f"  elementwise SIMD: {info['simd']}",
+        f"  update rules:     {info['update_simd']}  (AUTOBATCH_UPDATE_SIMD)",
         f"  packed gemm:      {info['packed_gemm']}"
         f"{', every size (the BLAS kernel has no AVX-512)' if info.get('packed_unlimited') else ''}"
         "  (AUTOBATCH_PACKED_GEMM)",
@@ -91,8 +95,8 @@ def format_config(info=None):
 
 
 def show_config(file=None):
-    """Print the version, the BLAS library, kernel and thread count, the SIMD level of the
-    elementwise kernels, the default strategy and which optional packages (torch, mpi4py,
+    """Print the version, the BLAS library, kernel and thread count, the SIMD levels of the
+    elementwise kernels and the update rules, the default strategy and which optional packages (torch, mpi4py,
     tqdm, dynet) are installed, to ``file`` (default: standard output).
 
     Example::

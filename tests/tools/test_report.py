@@ -8,6 +8,7 @@ import pytest
 
 import autobatch as dy
 from autobatch import report
+from autobatch.model import update_rules
 
 
 def test_python_m_autobatch_prints_the_report(tmp_path):
@@ -17,11 +18,12 @@ def test_python_m_autobatch_prints_the_report(tmp_path):
                          timeout=120, check=True, cwd=tmp_path, env=env).stdout
     info = dy.config_info()
     assert out.splitlines()[0] == f"autobatch {dy.__version__}"
-    for label in ("BLAS library:", "BLAS kernel:", "BLAS threads:", "elementwise SIMD:",
+    for label in ("BLAS library:", "BLAS kernel:", "BLAS threads:", "elementwise SIMD:", "update rules:",
                   "engine threads:", "default strategy:", "numpy, scipy:"):
         assert label in out, label
     assert f"default strategy: {dy.default_strategy()}" in out
     assert f"elementwise SIMD: {info['simd']}" in out
+    assert f"update rules:     {info['update_simd']}" in out
     for module, _, _ in report.EXTRAS:
         assert f"    {module}:" in out, module
 
@@ -32,6 +34,7 @@ def test_config_info_values():
     assert info["blas"] == dy.blas_info()
     assert info["blas"]["threads"] in (None, 1) or info["blas"]["threads"] >= 1
     assert info["simd"] in ("avx512f", "avx2", "default (sse2)", "portable (no target clones)")
+    assert info["update_simd"] in update_rules.simd_levels()
     assert info["packed_gemm"] in ("avx512", "avx2", "off")
     assert info["default_strategy"] in info["strategies"]
     import numpy
