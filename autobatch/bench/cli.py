@@ -1,6 +1,8 @@
 """`python -m autobatch.bench` / `autobatch-bench`: the task benchmark (default),
-`micro`, the engine-overhead micro-benchmark, `threads`, inference on two threads, or
-`distributed`, 1 against 2 MPI processes (autobatch/bench/scaling.py).
+`micro`, the engine-overhead micro-benchmark, `threads`, inference on two threads,
+`strategies`, every strategy on every workload with fusion on and off
+(autobatch/bench/experiment.py), or `distributed`, 1 against 2 MPI processes
+(autobatch/bench/scaling.py).
 
 Both re-execute themselves with one BLAS thread first; `--native-blas` also unsets
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE so OpenBLAS uses the processor's own kernel.
@@ -22,6 +24,10 @@ def main(argv=None):
     if args and args[0] == "micro":
         from autobatch.bench import micro
         micro.main(args[1:])
+        return 0
+    if args and args[0] == "strategies":
+        from autobatch.bench import experiment
+        experiment.main(args[1:])
         return 0
     if args and args[0] == "threads":
         from autobatch.bench import threads

@@ -16,7 +16,8 @@ def parser(description):
                          + ",".join(tasks.GROUPS["literature"]) + ")")
     ap.add_argument("--strategy", default="all",
                     help="all (every registered strategy) or a comma list; NAME@N runs a strategy "
-                         "on N engine threads (dy.set_num_threads), e.g. agenda,agenda@2")
+                         "on N engine threads (dy.set_num_threads), NAME:unfused with fusion off, "
+                         "e.g. agenda,agenda@2,agenda:unfused")
     ap.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE_OR_FILE",
                     help="import this module (or .py file) first, e.g. one that registers a strategy "
                          "with autobatch.register_strategy; repeatable")

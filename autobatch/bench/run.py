@@ -44,15 +44,25 @@ DYNET_NAMES = {0: "dynet", 1: "dynet-agenda"}    # by DyNet's autobatch setting
 
 # ------------------------------------------------------------------ systems --
 
+def parse_system(spec):
+    """(strategy, threads, fusion) of a system spec `NAME[@N][:unfused]`: `@N` runs on N
+    engine threads (dy.set_num_threads), `:unfused` with fusion off (renew_cg(fusion=False))."""
+    spec, _, suffix = spec.partition(":")
+    if suffix not in ("", "unfused"):
+        raise ValueError(f"unknown suffix :{suffix} in strategy {spec}:{suffix} (only :unfused)")
+    strategy, _, threads = spec.partition("@")
+    return strategy, int(threads) if threads else 1, suffix != "unfused"
+
+
 class AutobatchSystem:
     """A task model with its own parameters and trainer, run under one strategy;
-    `strategy@N` runs it on N engine threads (dy.set_num_threads), set before each step."""
+    `strategy@N` runs it on N engine threads (dy.set_num_threads), set before each step,
+    and `strategy:unfused` with fusion off (parse_system)."""
 
     def __init__(self, task, strategy, hidden, seed, meta, lr, variant="builder"):
         self.name = strategy
         self.variant = variant
-        self.strategy, _, threads = strategy.partition("@")
-        self.threads = int(threads) if threads else 1
+        self.strategy, self.threads, self.fusion = parse_system(strategy)
         self.task = tasks.make(task, hidden, seed, meta, variant)
         self.trainer = dy.SimpleSGDTrainer(self.task.pc, lr)
 
@@ -60,7 +70,7 @@ class AutobatchSystem:
         if dy.get_num_threads() != self.threads:
             dy.set_num_threads(self.threads)
         t0 = time.perf_counter()
-        dy.renew_cg(strategy=self.strategy)
+        dy.renew_cg(strategy=self.strategy, fusion=self.fusion)
         loss = dy.esum([self.task.loss(inst) for inst in batch])
         value = loss.value()
         loss.backward()
@@ -362,6 +372,19 @@ def parse_list(s, allowed=None, what="value"):
     return items
 
 
+def check_systems(ap, specs):
+    """Exit through `ap.error` unless every `NAME[@N][:unfused]` names a registered
+    strategy, a thread count and a known suffix."""
+    bad = [s for s in specs if "@" in s and not s.partition(":")[0].partition("@")[2].isdigit()]
+    if bad:
+        ap.error(f"--strategy: threads after @ must be a number: {', '.join(bad)}")
+    try:
+        names = [parse_system(s)[0] for s in specs]
+    except ValueError as e:
+        ap.error(f"--strategy: {e}")
+    parse_list(",".join(names), list(dy.available_strategies()), "strategy")
+
+
 def import_plugin(spec):
     """Import a module by name or a Python file by path (for strategies it registers)."""
     import importlib
@@ -400,11 +423,7 @@ def _prepare(ap, a):
         parse_list(a.task, tasks.TASKS + tuple(tasks.GROUPS), "task")))
     plan.strategies = parse_list(a.strategy, list(dy.available_strategies()), "strategy") \
         if a.strategy == "all" else parse_list(a.strategy)
-    parse_list(",".join(s.partition("@")[0] for s in plan.strategies), list(dy.available_strategies()),
-               "strategy")
-    bad = [s for s in plan.strategies if "@" in s and not s.partition("@")[2].isdigit()]
-    if bad:
-        ap.error(f"--strategy: threads after @ must be a number: {', '.join(bad)}")
+    check_systems(ap, plan.strategies)
     plan.batch_sizes = [int(x) for x in parse_list(a.batch_sizes)] if a.batch_sizes else [a.batch_size]
     plan.hiddens = [int(x) for x in parse_list(a.hidden)]
     plan.torch_modes = [] if a.no_torch else parse_list(a.torch, TORCH_MODES, "torch baseline")
