@@ -9,6 +9,11 @@ from autobatch.engine.signatures cimport SigTable
 cdef enum:
     S_NONE, S_DEPTH, S_AGENDA, S_CRITICAL, S_LOOKAHEAD, S_PYTHON
 
+# the learned strategy (engine/learned.pyx): not in the policy table, the forward loop
+# calls it directly
+cdef enum:
+    S_LEARNED = 64
+
 cdef class BuiltinStrategy:
     cdef readonly int sid
     cdef readonly str name
