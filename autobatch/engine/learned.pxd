@@ -8,10 +8,14 @@ from autobatch.engine.strategies cimport BuiltinStrategy
 
 cdef class LearnedStrategy(BuiltinStrategy):
     # options
-    cdef readonly int episodes          # simulated episodes per learning graph
-    cdef readonly int graphs            # most learning graphs per model
+    cdef readonly int episodes
+    """Simulated Q-learning episodes on each graph it learns on."""
+    cdef readonly int graphs
+    """The most graphs of one model it learns on."""
     cdef readonly uint64_t seed
-    cdef readonly str fallback          # built-in strategy for states never learned
+    """The seed of its exploration."""
+    cdef readonly str fallback
+    """The built-in strategy that chooses in a state the policy does not know."""
     cdef int fallback_sid
     cdef uint64_t rng
     # kinds: a signature with its weights named by identity, not by node id
@@ -50,8 +54,12 @@ cdef class LearnedStrategy(BuiltinStrategy):
     cdef int32_t* stage
     cdef int64_t cap_stage
     # statistics
-    cdef readonly int64_t graphs_learned, episodes_run
+    cdef readonly int64_t graphs_learned
+    """Graphs it learned on so far."""
+    cdef readonly int64_t episodes_run
+    """Simulated episodes so far."""
     cdef readonly double seconds_learning
+    """Time spent learning so far (part of the graphs' schedule time)."""
 
 cdef int learned_begin(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
                        int64_t count, bint fusion) except -1

@@ -16,8 +16,11 @@ cdef enum:
 
 cdef class BuiltinStrategy:
     cdef readonly int sid
+    """The engine's id of the strategy."""
     cdef readonly str name
+    """The name it is registered under (``renew_cg(strategy=name)``)."""
     cdef readonly str description
+    """What it does, in a sentence."""
 
 cdef int strategy_id(object strategy) except -1
 cdef int pick_batch(int sid, object strategy, Sched* s, const NodeView* v,
