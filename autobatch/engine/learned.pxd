@@ -50,6 +50,8 @@ cdef class LearnedStrategy(BuiltinStrategy):
     # an episode's trajectory and fused stages
     cdef int32_t* tr_state
     cdef int32_t* tr_kind
+    cdef int32_t* tr_cost               # batches run: 1 + the fused stages
+    cdef int64_t ep_batches             # batches of the last episode (its steps: returned)
     cdef int64_t cap_tr
     cdef int32_t* stage
     cdef int64_t cap_stage
@@ -60,6 +62,7 @@ cdef class LearnedStrategy(BuiltinStrategy):
     """Simulated episodes so far."""
     cdef readonly double seconds_learning
     """Time spent learning so far (part of the graphs' schedule time)."""
+    cdef int64_t last_planned           # batches of the kept replay of the last learning graph
 
 cdef int learned_begin(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
                        int64_t count, bint fusion) except -1

@@ -20,7 +20,7 @@ Replay (learned_pick, once per batch): the state's hash, one probe, the kept kin
 state never learned falls back to a built-in strategy (lookahead by default)."""
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 from autobatch.runtime.nodes cimport Node, OpDef, F_DONE, arg_is_shared
 from autobatch.runtime.op_ids cimport OP_PARAM
@@ -107,16 +107,20 @@ cdef uint64_t arg_identity(const NodeView* v, int64_t node) noexcept nogil:
 
 cdef uint64_t kind_key(const SigTable* sigs, const NodeView* v, int32_t g,
                        bint* weighted) noexcept nogil:
-    """The hash of signature g's key (signatures.pyx lays it out) with each shared
-    argument's node id replaced by its identity; weighted: whether one of them is a
-    parameter."""
+    """Signature g's kind (signatures.pyx lays its key out): with a parameter among its
+    shared arguments, the hash of its key with each shared argument's node id replaced
+    by its identity (weighted[0] set); else the hash of its op and attributes only, so
+    that ops whose shapes or arity follow the data (a concatenation of a sentence, the
+    sum of a batch's losses) are one kind in every graph."""
     cdef const int64_t* key = sigs.keys + sigs.key_at[g]
     cdef int op = <int>(key[0] & <int64_t>0xffffffff), nargs = <int>(key[0] >> 32), a, k
     cdef const OpDef* od = &OPS[op]
     cdef int at = 7 if od.attrs[0] != 0 else 4
-    cdef uint64_t h = 0
+    cdef uint64_t h = 0, coarse = fold(0, <uint64_t>op)
     for k in range(at):
         h = fold(h, <uint64_t>key[k])
+    for k in range(4, at):
+        coarse = fold(coarse, <uint64_t>key[k])
     for a in range(nargs):
         if arg_is_shared(od, a):
             h = fold(h, arg_identity(v, -1 - key[at]))
@@ -126,7 +130,7 @@ cdef uint64_t kind_key(const SigTable* sigs, const NodeView* v, int32_t g,
             for k in range(3):
                 h = fold(h, <uint64_t>key[at + k])
             at += 3
-    return h
+    return h if weighted[0] else coarse
 
 
 cdef int32_t kind_intern(LearnedStrategy st, uint64_t key) except -1:
@@ -310,7 +314,8 @@ cdef int restart(Sched* s, const NodeView* v, const SigTable* sigs, int64_t coun
 cdef int64_t episode(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
                      int64_t count, bint fusion, double eps, bint greedy_q, bint learn,
                      bint heuristic=False) except -1:
-    """One pass over the frontier without running kernels; returns the batches. eps:
+    """One pass over the frontier without running kernels; returns its steps (picks; its
+    batches, fused stages included, in st.ep_batches). eps:
     exploration; greedy_q: follow the Q table's greedy kinds (else the kept policy);
     heuristic: follow the fallback strategy only;
     learn: update Q along the trajectory afterwards (backwards, so each step's target
@@ -325,9 +330,12 @@ cdef int64_t episode(LearnedStrategy st, Sched* s, const NodeView* v, const SigT
         for k in range(count):
             v.nodes[s.needed[k]].flags &= ~F_DONE
     cdef double next_value = 0
+    st.ep_batches = 0
+    for k in range(t):
+        st.ep_batches += st.tr_cost[k]
     if learn:
         for k in range(t - 1, -1, -1):
-            update_q(st, st.tr_state[k], st.tr_kind[k], next_value - 1.0)
+            update_q(st, st.tr_state[k], st.tr_kind[k], next_value - st.tr_cost[k])
             next_value = st.st_best_q[st.tr_state[k]]
     st.episodes_run += 1
     return t
@@ -355,6 +363,7 @@ cdef int64_t walk(LearnedStrategy st, Sched* s, const NodeView* v, const SigTabl
         for j in range(n):
             v.nodes[s.picked[j]].flags |= F_DONE
         nst = simulate_fusion(st, s, v, n) if fusion else 0
+        st.tr_cost[t - 1] = <int32_t>(1 + nst)
         sched_release(s, v, n)
         for k in range(nst):
             sched_release_ids(s, v, st.stage + k * n, n)
@@ -362,57 +371,72 @@ cdef int64_t walk(LearnedStrategy st, Sched* s, const NodeView* v, const SigTabl
     return t
 
 
-cdef void keep_trajectory(LearnedStrategy st, int64_t t) noexcept nogil:
-    """The replay policy takes the actions of the episode just run (t batches)."""
-    cdef int64_t k
-    for k in range(t):
-        st.st_pol[st.tr_state[k]] = st.tr_kind[k]
+cdef int32_t FALL_BACK = -2             # a policy entry: the state is known, the fallback chooses
 
 
-cdef void fill_holes(LearnedStrategy st, int64_t t) noexcept nogil:
-    """States of the episode just run (t batches) that the replay policy does not know
-    take the action run there (the first time)."""
-    cdef int64_t k
+cdef int64_t replay(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
+                    int64_t count, bint fusion) except -1:
+    """The replay policy's schedule of this graph, as a forward would run it; the states
+    it met without an entry are marked known (their choice: the fallback's), so that the
+    forward runs exactly this schedule. Returns its batches."""
+    cdef int64_t t = episode(st, s, v, sigs, count, fusion, 0, False, False), k
     for k in range(t):
-        if st.st_pol[st.tr_state[k]] < 0:
+        if st.st_pol[st.tr_state[k]] == -1:
+            st.st_pol[st.tr_state[k]] = FALL_BACK
+    return st.ep_batches
+
+
+cdef int64_t consider(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
+                      int64_t count, bint fusion, int64_t t, int64_t best) except -1:
+    """The episode just run (t steps) as the replay policy: kept if the replay needs
+    fewer batches than `best` (a state, a set of kinds, may come twice in an episode
+    with two actions; the replay keeps the last, so it may not reproduce the episode).
+    Returns the kept replay's batches."""
+    cdef int64_t n = st.n_states, k, found
+    cdef int32_t* saved = <int32_t*>resize(NULL, n + 1, sizeof(int32_t))
+    memcpy(saved, st.st_pol, n * sizeof(int32_t))
+    try:
+        for k in range(t):
             st.st_pol[st.tr_state[k]] = st.tr_kind[k]
+        found = replay(st, s, v, sigs, count, fusion)
+        if found < best:
+            return found
+        memcpy(st.st_pol, saved, n * sizeof(int32_t))
+        for k in range(n, st.n_states):
+            st.st_pol[k] = -1
+        return best
+    finally:
+        free(saved)
 
 
 cdef int learn_graph(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
                      int64_t count, bint fusion) except -1:
-    """Q-learning on this graph's frontier. Q first learns from the kept policy (the
-    fallback where it knows nothing) and from the built-in heuristics, and the replay
-    policy takes the best of these schedules; then from epsilon-greedy episodes, and
-    the replay policy takes the greedy policy of an evaluation that needs fewer
+    """Q-learning on this graph's frontier. Q first learns from the schedules of the
+    kept policy and of the built-in heuristics (demonstrations), then from
+    epsilon-greedy episodes; each of these heuristics' schedules and every few episodes
+    the greedy policy is tried as the replay policy, kept when its replay needs fewer
     batches on this graph."""
     cdef int64_t best, found
     cdef int e, k, own = st.fallback_sid
     cdef double eps = EPS_START
     st.tr_state = <int32_t*>grow(st.tr_state, &st.cap_tr, count + 1, sizeof(int32_t))
     st.tr_kind = <int32_t*>resize(st.tr_kind, st.cap_tr, sizeof(int32_t))
-    best = episode(st, s, v, sigs, count, fusion, 0, False, True)
-    keep_trajectory(st, best)
-    try:
-        for k in range(N_DEMOS):            # the heuristics' schedules, as demonstrations
-            st.fallback_sid = DEMOS[k]
+    st.tr_cost = <int32_t*>resize(st.tr_cost, st.cap_tr, sizeof(int32_t))
+    best = replay(st, s, v, sigs, count, fusion)
+    for k in range(N_DEMOS):
+        st.fallback_sid = DEMOS[k]
+        try:
             found = episode(st, s, v, sigs, count, fusion, 0, True, True, True)
-            if found < best:
-                best = found
-                keep_trajectory(st, found)
-    finally:
-        st.fallback_sid = own
+        finally:
+            st.fallback_sid = own
+        best = consider(st, s, v, sigs, count, fusion, found, best)
     for e in range(st.episodes):
         episode(st, s, v, sigs, count, fusion, eps, True, True)
         eps = max(EPS_MIN, eps * EPS_DECAY)
         if (e + 1) % EVAL_EVERY == 0 or e + 1 == st.episodes:
             found = episode(st, s, v, sigs, count, fusion, 0, True, False)
-            if found < best:
-                best = found
-                keep_trajectory(st, found)
-    # the replay: where it meets a state the kept schedule did not (a state, a set of
-    # kinds, came twice in it with two actions), the fallback's action becomes its own
-    found = episode(st, s, v, sigs, count, fusion, 0, False, False)
-    fill_holes(st, found)
+            best = consider(st, s, v, sigs, count, fusion, found, best)
+    st.last_planned = best
     restart(s, v, sigs, count)                  # the real run starts afresh
     return 0
 
@@ -462,7 +486,7 @@ cdef int learned_pick(LearnedStrategy st, Sched* s, const NodeView* v,
     cdef int32_t si = state_find(st, frontier_state(st, s)), kind
     cdef int32_t chosen = st.st_pol[si] if si >= 0 else -1
     s.learn_picks += 1
-    if chosen < 0 or st.kind_seen[chosen] != st.tick:
+    if chosen == -1 or (chosen >= 0 and st.kind_seen[chosen] != st.tick):
         s.learn_misses += 1
     return take(st, s, v, sigs, chosen, &kind)
 

@@ -62,7 +62,7 @@ cdef class LearnedStrategy(BuiltinStrategy):
         free(self.st_pol); free(self.st_table)
         free(self.ac_kind); free(self.ac_next); free(self.ac_q)
         free(self.md_key); free(self.md_graphs); free(self.md_miss); free(self.md_table)
-        free(self.tr_state); free(self.tr_kind); free(self.stage)
+        free(self.tr_state); free(self.tr_kind); free(self.tr_cost); free(self.stage)
 
     def reset(self):
         """Forget everything learned (kinds, states, models); the random stream starts
@@ -76,20 +76,23 @@ cdef class LearnedStrategy(BuiltinStrategy):
         self.tick = 0
         self.graphs_learned = self.episodes_run = 0
         self.seconds_learning = 0
+        self.last_planned = 0
         self.rng = mix64(self.seed ^ <uint64_t>0x5DEECE66D)
 
     def info(self):
         """What was learned: ``kinds``, ``states`` (frontiers seen), ``policy_states``
         (those the replay knows), ``actions`` (Q entries), ``models``, ``graphs_learned``,
-        ``episodes`` (simulated passes) and ``seconds_learning``, and per model the share
+        ``episodes`` (simulated passes), ``seconds_learning``, ``planned_batches`` (the
+        batches its replay of the last graph it learned on needs), and per model the share
         of batches of its last forward whose state the policy did not know
         (``last_miss_rate``, a list)."""
         cdef int64_t i
         return {"kinds": self.n_kinds, "states": self.n_states,
-                "policy_states": sum(1 for i in range(self.n_states) if self.st_pol[i] >= 0),
+                "policy_states": sum(1 for i in range(self.n_states) if self.st_pol[i] != -1),
                 "actions": self.n_actions, "models": self.n_models,
                 "graphs_learned": self.graphs_learned, "episodes": self.episodes_run,
                 "seconds_learning": self.seconds_learning,
+                "planned_batches": self.last_planned,
                 "last_miss_rate": [self.md_miss[i] for i in range(self.n_models)]}
 
     def __reduce__(self):

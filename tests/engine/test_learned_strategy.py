@@ -136,4 +136,5 @@ def test_reset_forgets():
     s.reset()
     assert s.info() == {"kinds": 0, "states": 0, "policy_states": 0, "actions": 0, "models": 0,
                         "graphs_learned": 0, "episodes": 0, "seconds_learning": 0.0,
+                        "planned_batches": 0,
                         "last_miss_rate": []}
