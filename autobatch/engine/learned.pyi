@@ -8,7 +8,7 @@ FALLBACKS: dict[str, int]
 
 @disjoint_base
 class LearnedStrategy(BuiltinStrategy):
-    def __init__(self, name: str = "learned", episodes: int = 40, graphs: int = 4,
+    def __init__(self, name: str = "learned", episodes: int = 40, graphs: int = 2,
                  seed: int = 0, fallback: str = "lookahead") -> None: ...
     @property
     def episodes(self) -> int: ...

@@ -92,45 +92,35 @@ cdef inline uint64_t fold(uint64_t h, uint64_t w) noexcept nogil:
     return mix64(h ^ (w * <uint64_t>0x9E3779B97F4A7C15))
 
 
-cdef uint64_t arg_identity(const NodeView* v, int64_t node) noexcept nogil:
-    """A shared argument as the same in every graph: a parameter by its memory, any
-    other node by its op and shape (a kind then covers several signatures)."""
-    cdef const Node* n = &v.nodes[node]
-    cdef uint64_t h = fold(<uint64_t>n.op, <uint64_t>n.bs)
-    cdef int k
-    for k in range(4):
-        h = fold(h, <uint64_t>n.d[k])
-    if n.op == OP_PARAM:
-        h = fold(h, <uint64_t><size_t>n.val)
-    return h
-
-
 cdef uint64_t kind_key(const SigTable* sigs, const NodeView* v, int32_t g,
-                       bint* weighted) noexcept nogil:
-    """Signature g's kind (signatures.pyx lays its key out): with a parameter among its
-    shared arguments, the hash of its key with each shared argument's node id replaced
-    by its identity (weighted[0] set); else the hash of its op and attributes only, so
-    that ops whose shapes or arity follow the data (a concatenation of a sentence, the
-    sum of a batch's losses) are one kind in every graph."""
+                       uint64_t* weights) noexcept nogil:
+    """Signature g's kind (signatures.pyx lays its key out): the hash of its op, its
+    attributes and, for each argument shared by identity, the parameter's memory (any
+    other node: its op). No shapes and no arity: those of a sentence's concatenation,
+    of the sum of a batch's losses or of an attention over a sentence follow the data,
+    and would make every graph's kinds new. weights[0] gets the sum of the hashes of
+    the parameters read (the model's key is made of them)."""
     cdef const int64_t* key = sigs.keys + sigs.key_at[g]
     cdef int op = <int>(key[0] & <int64_t>0xffffffff), nargs = <int>(key[0] >> 32), a, k
     cdef const OpDef* od = &OPS[op]
     cdef int at = 7 if od.attrs[0] != 0 else 4
-    cdef uint64_t h = 0, coarse = fold(0, <uint64_t>op)
-    for k in range(at):
-        h = fold(h, <uint64_t>key[k])
+    cdef uint64_t h = fold(0, <uint64_t>op), w
+    cdef const Node* n
     for k in range(4, at):
-        coarse = fold(coarse, <uint64_t>key[k])
+        h = fold(h, <uint64_t>key[k])
     for a in range(nargs):
         if arg_is_shared(od, a):
-            h = fold(h, arg_identity(v, -1 - key[at]))
-            weighted[0] = weighted[0] or v.nodes[-1 - key[at]].op == OP_PARAM
+            n = &v.nodes[-1 - key[at]]
+            if n.op == OP_PARAM:
+                w = mix64(<uint64_t><size_t>n.val)
+                weights[0] += w
+                h = fold(h, w)
+            else:
+                h = fold(h, <uint64_t>n.op)
             at += 1
         else:
-            for k in range(3):
-                h = fold(h, <uint64_t>key[at + k])
             at += 3
-    return h if weighted[0] else coarse
+    return h
 
 
 cdef int32_t kind_intern(LearnedStrategy st, uint64_t key) except -1:
@@ -156,25 +146,22 @@ cdef int32_t kind_intern(LearnedStrategy st, uint64_t key) except -1:
 cdef uint64_t classify(LearnedStrategy st, Sched* s, const NodeView* v,
                        const SigTable* sigs) except? 0:
     """The kind of every signature of this forward into s.kind; returns the model's key:
-    the hash of the set of its kinds that read a parameter (the weights and what is done
-    with them; not the kinds whose shapes follow the data, such as a sum over the
-    batch's losses), or of the set of all its kinds if none does."""
+    the hash of the set of parameters its kinds read by identity (its weights), or of
+    the set of its kinds if none does."""
     s.kind = <int32_t*>grow(s.kind, &s.cap_kind, sigs.n + 1, sizeof(int32_t))
     cdef int64_t p
     cdef int32_t g, c
-    cdef uint64_t all_kinds = 0, weighted_kinds = 0
-    cdef bint weighted
+    cdef uint64_t all_kinds = 0, weighted_kinds = 0, weights
     st.tick += 1
     for p in range(s.n_used):
         g = s.used[p]
-        weighted = False
-        c = kind_intern(st, kind_key(sigs, v, g, &weighted))
+        weights = 0
+        c = kind_intern(st, kind_key(sigs, v, g, &weights))
         s.kind[g] = c
         if st.kind_seen[c] != st.tick:
             st.kind_seen[c] = st.tick
             all_kinds += mix64(st.kind_hash[c])
-            if weighted:
-                weighted_kinds += mix64(st.kind_hash[c])
+            weighted_kinds += mix64(weights)
     return mix64(weighted_kinds if weighted_kinds else all_kinds) | 1
 
 

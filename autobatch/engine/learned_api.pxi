@@ -36,7 +36,7 @@ cdef class LearnedStrategy(BuiltinStrategy):
         self.st_table = empty_table(64)
         self.md_table = empty_table(64)
 
-    def __init__(self, str name="learned", int episodes=40, int graphs=4, seed=0,
+    def __init__(self, str name="learned", int episodes=40, int graphs=2, seed=0,
                  str fallback="lookahead"):
         if episodes < 1 or graphs < 1:
             raise ValueError("LearnedStrategy: episodes and graphs must be at least 1")
