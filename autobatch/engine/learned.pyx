@@ -1,9 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The learned strategy: a batching policy learned per model, as ED-Batch does.
 
-A *kind* is a signature with its shared arguments named by what they are (a
-parameter by its memory, any other node by its op and shape) instead of by node id,
-so that the kinds of one model are the same in every graph. A *state* is the set of
+A *kind* is a signature's op and attributes with its shared arguments named by what
+they are (a trained parameter by its gradient's memory, any other node by its op)
+instead of by node id, and without shapes, so that the kinds of one model are the
+same in every graph. A *state* is the set of
 kinds on the ready frontier; an *action* is the kind that runs next (its ready
 signature of lowest average depth).
 
@@ -22,7 +23,7 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 
-from autobatch.runtime.nodes cimport Node, OpDef, F_DONE, arg_is_shared
+from autobatch.runtime.nodes cimport Node, OpDef, F_DONE, F_TRAINABLE, arg_is_shared
 from autobatch.runtime.op_ids cimport OP_PARAM
 from autobatch.runtime.memory cimport grow, resize
 from autobatch.runtime.profile cimport prof_now
@@ -92,10 +93,23 @@ cdef inline uint64_t fold(uint64_t h, uint64_t w) noexcept nogil:
     return mix64(h ^ (w * <uint64_t>0x9E3779B97F4A7C15))
 
 
+cdef uint64_t parameter_identity(const Node* n) noexcept nogil:
+    """A parameter node as the same in every graph: a trained one by its gradient's
+    memory (its values' memory alternates between two buffers as trainers update it:
+    runtime/param_buffers.pyx), any other by its shape."""
+    cdef uint64_t h = fold(<uint64_t>OP_PARAM, <uint64_t>n.bs)
+    cdef int k
+    if n.flags & F_TRAINABLE:
+        return mix64(h ^ <uint64_t><size_t>n.grad)
+    for k in range(4):
+        h = fold(h, <uint64_t>n.d[k])
+    return h
+
+
 cdef uint64_t kind_key(const SigTable* sigs, const NodeView* v, int32_t g,
                        uint64_t* weights) noexcept nogil:
     """Signature g's kind (signatures.pyx lays its key out): the hash of its op, its
-    attributes and, for each argument shared by identity, the parameter's memory (any
+    attributes and, for each argument shared by identity, the parameter's identity (any
     other node: its op). No shapes and no arity: those of a sentence's concatenation,
     of the sum of a batch's losses or of an attention over a sentence follow the data,
     and would make every graph's kinds new. weights[0] gets the sum of the hashes of
@@ -112,7 +126,7 @@ cdef uint64_t kind_key(const SigTable* sigs, const NodeView* v, int32_t g,
         if arg_is_shared(od, a):
             n = &v.nodes[-1 - key[at]]
             if n.op == OP_PARAM:
-                w = mix64(<uint64_t><size_t>n.val)
+                w = parameter_identity(n)
                 weights[0] += w
                 h = fold(h, w)
             else:

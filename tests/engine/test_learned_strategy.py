@@ -151,3 +151,20 @@ def test_reset_forgets():
                         "graphs_learned": 0, "episodes": 0, "seconds_learning": 0.0,
                         "planned_batches": 0,
                         "last_miss_rate": []}
+
+
+def test_training_keeps_the_model():
+    """A trainer's update swaps a parameter's value buffers (runtime/param_buffers.pyx):
+    the kinds, and so the model, must not change with it, or every step would learn."""
+    meta, inst = data.make("treegru", 4 * 6, seed=0)
+    model = tasks.make("treegru", hidden=HIDDEN, seed=0, meta=meta)
+    trainer = dy.SimpleSGDTrainer(model.pc, 0.1)
+    learned = dy.LearnedStrategy(seed=0, graphs=2)
+    for k in range(6):
+        dy.renew_cg(strategy=learned)
+        loss = dy.esum([model.loss(i) for i in inst[4 * k:4 * k + 4]])
+        loss.forward()
+        loss.backward()
+        trainer.update()
+    info = learned.info()
+    assert info["models"] == 1 and info["graphs_learned"] <= 2
