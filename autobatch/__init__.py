@@ -18,6 +18,7 @@ from autobatch.engine.stats import set_profiling, profiling
 from autobatch.engine.strategies import (
     Frontier, register_strategy, available_strategies, set_default_strategy, default_strategy,
 )
+from autobatch.engine.learned import LearnedStrategy
 from autobatch.api.core import (
     Expression, Parameters, LookupParameters,
     renew_cg, cg_version, cg, set_random_seed, cg_checkpoint, cg_revert, print_text_graphviz,

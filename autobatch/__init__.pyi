@@ -11,6 +11,7 @@ from autobatch.engine.strategies import (
     default_strategy as default_strategy, register_strategy as register_strategy,
     set_default_strategy as set_default_strategy,
 )
+from autobatch.engine.learned import LearnedStrategy as LearnedStrategy
 from autobatch.runtime.blas import blas_info as blas_info, set_blas_threads as set_blas_threads
 from autobatch.runtime.threads import set_num_threads as set_num_threads, get_num_threads as get_num_threads
 from autobatch.model.builders import (

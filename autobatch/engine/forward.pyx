@@ -14,7 +14,8 @@ from autobatch.engine.fusion cimport fuse_chain
 from autobatch.engine.scheduler cimport (sched_prepare, sched_push_initial, sched_release,
                                          sched_release_ids)
 from autobatch.engine.strategies cimport (S_NONE, S_AGENDA, S_DEPTH, S_LOOKAHEAD, S_PYTHON,
-                                          pick_batch)
+                                          S_LEARNED, pick_batch)
+from autobatch.engine.learned cimport LearnedStrategy, learned_begin, learned_pick, learned_end
 from autobatch.kernels.packed cimport packs_begin
 from autobatch.runtime.profile cimport prof_now
 
@@ -38,12 +39,17 @@ cdef int run_forward(NodeView* v, Batch* ctx, Sched* sched, BatchLog* log, SigTa
     t1 = prof_now()
     sched_prepare(sched, v, sigs.n, count,
                   strategy_id != S_AGENDA and strategy_id != S_DEPTH,
-                  strategy_id == S_LOOKAHEAD)
+                  strategy_id == S_LOOKAHEAD or strategy_id == S_LEARNED)
     sched_push_initial(sched, v, count)
+    if strategy_id == S_LEARNED:        # its kinds, and learning on simulations
+        learned_begin(<LearnedStrategy>strategy, sched, v, sigs, count, fusion)
     t_sched[0] += prof_now() - t1
     while count > 0:
         t1 = prof_now()
-        n = pick_batch(strategy_id, strategy, sched, v, sigs)
+        if strategy_id == S_LEARNED:
+            n = learned_pick(<LearnedStrategy>strategy, sched, v, sigs)
+        else:
+            n = pick_batch(strategy_id, strategy, sched, v, sigs)
         if strategy_id == S_PYTHON:
             packs_begin(packs)          # its select() is user code
         t_sched[0] += prof_now() - t1
@@ -59,4 +65,6 @@ cdef int run_forward(NodeView* v, Batch* ctx, Sched* sched, BatchLog* log, SigTa
         t_sched[0] += prof_now() - t1
         count -= n + fused
         PyErr_CheckSignals()            # Ctrl-C: what ran is kept, the rest runs later
+    if strategy_id == S_LEARNED:
+        learned_end(<LearnedStrategy>strategy, sched)
     return 0

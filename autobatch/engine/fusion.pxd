@@ -7,6 +7,8 @@ from autobatch.engine.scheduler cimport Sched
 
 cdef int64_t fuse_chain(Sched* s, const NodeView* v, BatchLog* log, Batch* ctx, int n,
                         bint check_validity) except -1
+cdef int32_t consumer_stage(Sched* s, const NodeView* v, const int32_t* prev, int n,
+                            int32_t* out) noexcept nogil
 cdef int64_t chain_start(const BatchLog* log, int64_t last) noexcept nogil
 cdef bint chain_backward(const NodeView* v, const BatchLog* log, int64_t first, int64_t last,
                          int32_t stamp, const int32_t* mark) noexcept nogil

@@ -1,6 +1,6 @@
 # The ready frontier: which uncomputed nodes a forward needs, their dependencies, and
 # per signature the nodes that are ready. Strategies (engine/strategies.pyx) choose from it.
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from autobatch.runtime.nodes cimport NodeView
 
 ctypedef struct Sched:
@@ -50,6 +50,11 @@ ctypedef struct Sched:
     int64_t cap_fd
     int32_t* fuse           # the next stage of a fused chain (engine/fusion.pyx)
     int64_t cap_fuse
+    # the learned strategy's state of this graph (engine/learned.pyx): each signature's
+    # kind, the model of the current forward, and how many of its picks the policy knew
+    int32_t* kind
+    int64_t cap_kind
+    int64_t learn_model, learn_picks, learn_misses
 
 cdef int64_t sched_collect(Sched* s, const NodeView* v, int32_t target, bint all_ancestors) except -1
 cdef int64_t sched_collect_many(Sched* s, const NodeView* v, const int32_t* targets,

@@ -356,5 +356,5 @@ cdef void sched_free(Sched* s) noexcept nogil:
     free(s.needed); free(s.cons_at); free(s.cons)
     free(s.rd_at); free(s.rd_n); free(s.avg_depth); free(s.avg_height); free(s.rd)
     free(s.active); free(s.active_pos); free(s.picked); free(s.fuse); free(s.sig_stamp); free(s.used)
-    free(s.fd_at); free(s.fd_n); free(s.fd)
+    free(s.fd_at); free(s.fd_n); free(s.fd); free(s.kind)
     memset(s, 0, sizeof(Sched))

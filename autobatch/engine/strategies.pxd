@@ -9,10 +9,18 @@ from autobatch.engine.signatures cimport SigTable
 cdef enum:
     S_NONE, S_DEPTH, S_AGENDA, S_CRITICAL, S_LOOKAHEAD, S_PYTHON
 
+# the learned strategy (engine/learned.pyx): not in the policy table, the forward loop
+# calls it directly
+cdef enum:
+    S_LEARNED = 64
+
 cdef class BuiltinStrategy:
     cdef readonly int sid
+    """The engine's id of the strategy."""
     cdef readonly str name
+    """The name it is registered under (``renew_cg(strategy=name)``)."""
     cdef readonly str description
+    """What it does, in a sentence."""
 
 cdef int strategy_id(object strategy) except -1
 cdef int pick_batch(int sid, object strategy, Sched* s, const NodeView* v,

@@ -103,7 +103,7 @@ def test_batched_equals_unbatched(task, models):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("task", tasks.TASKS)
 def test_schedule_invariants(task, strategy, models, request):
-    if task == "mvrnn" and strategy.startswith("lookahead"):
+    if task == "mvrnn" and (strategy.startswith("lookahead") or strategy == "learned"):
         # the root's matrix is never read: test_lower_bound_unneeded_nodes.py
         request.applymarker(pytest.mark.xfail(strict=True, reason="batch_lower_bound counts "
                                               "nodes the forward pass does not need"))
