@@ -7,6 +7,8 @@ from autobatch.engine.scheduler cimport Sched
 
 cdef int64_t fuse_chain(Sched* s, const NodeView* v, BatchLog* log, Batch* ctx, int n,
                         bint check_validity) except -1
+cdef bint fusion_defers() noexcept nogil
+cdef bint may_be_stage(const NodeView* v, int32_t c) noexcept nogil
 cdef int64_t chain_start(const BatchLog* log, int64_t last) noexcept nogil
 cdef bint chain_backward(const NodeView* v, const BatchLog* log, int64_t first, int64_t last,
                          int32_t stamp, const int32_t* mark) noexcept nogil
