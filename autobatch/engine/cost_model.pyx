@@ -38,8 +38,8 @@ from autobatch.engine.scheduler cimport sched_feeder, sched_pending_upto, sched_
 cdef const OpDef* OPS = op_table()
 
 # nanoseconds: measured by benchmarks/calibrate_cost.py (docs/strategies.md)
-cdef double CALL_NS = 2500.0
-cdef double WEIGHT_NS = 0.25
+cdef double CALL_NS = 210.0
+cdef double WEIGHT_NS = 0.0
 
 cdef int32_t ALL_DEPTHS = 2147483647
 
