@@ -14,21 +14,25 @@ strategy changes is how many times each signature pays its fixed part. The greed
 choice therefore weighs the batches it would add:
 
 - a ready signature is *complete* when none of its nodes still to run could join its
-  ready ones later (no pending node of it at a depth <= its ready nodes' deepest:
-  nodes of one depth never depend on each other; the scheduler's depth lists answer
-  that in amortised O(1)); running it now adds no batch: its regret is 0;
+  ready ones later (no pending node of it at a depth <= its shallowest ready node's:
+  such a node depends on none of them; the scheduler's depth lists answer that in
+  amortised O(1)); running it now adds no batch: its regret is 0;
 - otherwise running it now leaves those nodes for another batch: its regret is its
   fixed cost.
 
 The policy runs the signature of least regret; ties (every complete one) go to the
 critical path ('critical': the longest average height first), so the graph's long
-chains start early. A signature whose fixed cost is small (an elementwise op) may run
-early in pieces, a product with a large weight waits for all its nodes. Fused stages
+chains start early. When even the chosen one has regret, a ready signature feeding it
+runs first (the rule of 'lookahead'), so that its batch grows. A signature whose fixed cost
+is small may run early in pieces, one with a large weight waits for all its nodes.
+Fused stages
 cost no call (they run in their producer's pass): fusion (engine/fusion.pyx) runs them
 as it finds them and they never reach the frontier.
 
 The constants are defaults measured on the development machine by
-benchmarks/calibrate_cost.py; `set_constants` replaces them (process-wide)."""
+benchmarks/calibrate_cost.py (a batch: 210 ns forward and backward; no per-batch
+packing: packed weights are cached for the pass); `set_constants` replaces them
+(process-wide)."""
 from libc.stdint cimport int32_t, int64_t
 
 from autobatch.runtime.nodes cimport OpDef, arg_is_shared, arg_id
