@@ -72,7 +72,7 @@ for _op in range(n_ops()):
 
 # Deferral (off by default): fuse a stage only when no other node of its signature still
 # to run could join it in a later batch (depth lists of the scheduler). Fewer batches of
-# that signature, but the stage then runs unfused: measured slower (docs/fusion.md).
+# that signature, but the stage then runs unfused: measured no faster (docs/fusion.md).
 cdef bint DEFER = False
 
 
