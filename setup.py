@@ -37,6 +37,7 @@ MOD_NAMES = [
     "autobatch.engine.parallel",        # a batch's kernel as ranges of its nodes on the threads
     "autobatch.engine.signatures",      # interning signatures derived from the op records
     "autobatch.engine.scheduler",       # the ready frontier
+    "autobatch.engine.cost_model",      # the 'cost' strategy's time model
     "autobatch.engine.strategies",      # the strategies' policies and their registry
     "autobatch.engine.executor",        # running batches forward
     "autobatch.engine.fusion",          # fused elementwise chains

@@ -67,13 +67,18 @@ cdef class ComputationGraph(EngineGraph):
         return (OPS[n.op].name.decode(), self.shape_of(i), n.bs, n.sig,
                 [self.args[n.args_at + a] for a in range(n.nargs)])
 
-    def batch_lower_bound(self):
-        """A lower bound on the number of batches any strategy needs for the scheduled
-        part of this graph: for each signature, the most nodes of that signature on
-        any one dependency path (they can never share a batch). Returns
-        (total, {signature: bound})."""
+    def batch_lower_bound(self, passes=False):
+        """A lower bound on the number of batches any strategy needs for the part of
+        this graph computed so far: for each signature, the most computed nodes of that
+        signature on any one dependency path (they can never share a batch); nodes no
+        forward needed do not count. Returns (total, {signature: bound}).
+
+        With ``passes=True``, the bound on ``stats()["passes"]`` (batches that are not
+        a fused stage: a stage runs in its producer's pass): nodes that fusion may run
+        as a stage (a plain elementwise op, sole consumer of a computed argument of
+        its shape) count 0 (docs/fusion.md)."""
         cdef NodeView v = self.view()
-        return lower_bound(&v, &self.sigs)
+        return lower_bound(&v, &self.sigs, passes)
 
     def signature_nodes(self):
         """{signature id: number of nodes created with it}."""

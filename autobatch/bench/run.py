@@ -82,7 +82,7 @@ class AutobatchSystem:
         split["update"] = t2 - t1
         if "profile" in st:         # --profile: dy.set_profiling(True)
             split.update({"p_" + k: st["profile"][k] for k in PROFILE_PARTS if k in st["profile"]})
-        info = {"nodes": st["nodes"], "batches": st["batches"],
+        info = {"nodes": st["nodes"], "batches": st["batches"], "passes": st["passes"],
                 "arena_bytes": st["arena_bytes"] + st["grad_arena_bytes"],
                 "unbatched_nodes": st["unbatched_nodes"]}
         return float(value), split, info
@@ -255,7 +255,8 @@ def _run_systems(task, systems, batches, batch_size, hidden, steps, seed, meta, 
             if isinstance(s, AutobatchSystem):
                 lb = lower_bounds.setdefault(s.variant, [])
                 if len(lb) < k:
-                    lb.append(dy.cg().batch_lower_bound()[0])
+                    lb.append((dy.cg().batch_lower_bound()[0],
+                               dy.cg().batch_lower_bound(passes=True)[0]))
         if progress:
             progress.update()          # one training step of every system
     flops = [sum(flop_model.flops(i) for i in b) for b in batches[1:]]
@@ -283,9 +284,14 @@ def _run_systems(task, systems, batches, batch_size, hidden, steps, seed, meta, 
             row.update({
                 "nodes_per_step": statistics.mean(i["nodes"] for i in info),
                 "batches_per_step": statistics.mean(i["batches"] for i in info),
-                "lower_bound_per_step": statistics.mean(lbs),
+                "lower_bound_per_step": statistics.mean(lb for lb, _ in lbs),
                 "batches_over_lower_bound": statistics.mean(
-                    i["batches"] / lb for i, lb in zip(info, lbs)),
+                    i["batches"] / lb for i, (lb, _) in zip(info, lbs)),
+                # passes: batches that are not a fused stage, against their own bound
+                "passes_per_step": statistics.mean(i["passes"] for i in info),
+                "pass_lower_bound_per_step": statistics.mean(plb for _, plb in lbs),
+                "passes_over_lower_bound": statistics.mean(
+                    i["passes"] / plb for i, (_, plb) in zip(info, lbs)),
                 "unbatched_nodes_per_step": statistics.mean(i["unbatched_nodes"] for i in info),
                 # memory of one step's graph: values plus its backward's gradients
                 "graph_mb": max(i["arena_bytes"] for i in info) / 2 ** 20,
@@ -321,10 +327,10 @@ def run(task_names, strategies, batch_sizes, hiddens, steps, torch_modes, seed=0
 def table(rows, sgemm, out=None):
     out = out or sys.stdout         # looked up now: a default bound at import outlives a redirect
     cols = ("task", "system", "var", "B", "inst/s", "/dynet", "ops/b", "/torch-b", "/torch-e",
-            "nodes", "batches", "b/LB", "build", "sched", "fwd", "bwd", "upd", "GF/s", "%sgemm",
+            "nodes", "batches", "b/LB", "p/PLB", "build", "sched", "fwd", "bwd", "upd", "GF/s", "%sgemm",
             "graphMB", "rssMB")
     fmt = "{:<11s} {:<13s} {:<7s} {:>4s} {:>9s} {:>6s} {:>5s} {:>8s} {:>8s} {:>7s} {:>7s} {:>5s} " \
-          "{:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>11s} {:>6s}"
+          "{:>5s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>6s} {:>11s} {:>6s}"
     print(fmt.format(*cols), file=out)
 
     def f(v, spec):
@@ -337,14 +343,15 @@ def table(rows, sgemm, out=None):
             f(r.get("vs_dynet-agenda", r.get("vs_dynet")), ".2f"), f(r.get("ops_vs_builder"), ".2f"),
             f(r.get("vs_torch-batched"), ".2f"), f(r.get("vs_torch-eager"), ".2f"),
             f(r.get("nodes_per_step"), ".0f"), f(r.get("batches_per_step"), ".0f"),
-            f(r.get("batches_over_lower_bound"), ".2f"),
+            f(r.get("batches_over_lower_bound"), ".2f"), f(r.get("passes_over_lower_bound"), ".2f"),
             *(f(sp[k] * 1e3, ".1f") for k in ("build", "schedule", "forward", "backward", "update")),
             f(r["useful_gflops"], ".1f"), f(100 * r["useful_gflops"] / sgemm, ".0f"),
             f(r.get("graph_mb"), ".1f"), f(r["maxrss_mb_after_task"], ".0f")), file=out)
     print("var = model variant (builder | ops; DyNet runs ops); /dynet = inst/s over DyNet's "
           "(autobatch=1 if run, else 0) in the same run; ops/b = ops variant over builder variant, "
           "same strategy; DyNet and torch fold graph building into fwd; "
-          "b/LB = batches / lower bound; %sgemm = useful matmul FLOP rate / single-thread "
+          "b/LB = batches / lower bound; p/PLB = passes (batches less fused stages) / their "
+          "lower bound (docs/fusion.md); %sgemm = useful matmul FLOP rate / single-thread "
           f"sgemm rate ({sgemm:.1f} GFLOP/s); graphMB = one step's values + gradients in the "
           "engine's arenas; rssMB = ru_maxrss of the "
           "process after the task (cumulative, includes torch)", file=out)

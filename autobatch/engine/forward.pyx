@@ -10,11 +10,11 @@ from libc.stdint cimport int64_t
 from cpython.exc cimport PyErr_CheckSignals
 
 from autobatch.engine.executor cimport run_batch
-from autobatch.engine.fusion cimport fuse_chain
+from autobatch.engine.fusion cimport fuse_chain, fusion_defers
 from autobatch.engine.scheduler cimport (sched_prepare, sched_push_initial, sched_release,
                                          sched_release_ids)
-from autobatch.engine.strategies cimport (S_NONE, S_AGENDA, S_DEPTH, S_LOOKAHEAD, S_PYTHON,
-                                          S_LEARNED, pick_batch)
+from autobatch.engine.strategies cimport (S_NONE, S_AGENDA, S_DEPTH, S_LOOKAHEAD, S_COST,
+                                          S_PYTHON, S_LEARNED, pick_batch)
 from autobatch.engine.learned cimport LearnedStrategy, learned_begin, learned_pick, learned_end
 from autobatch.kernels.packed cimport packs_begin
 from autobatch.runtime.profile cimport prof_now
@@ -39,7 +39,8 @@ cdef int run_forward(NodeView* v, Batch* ctx, Sched* sched, BatchLog* log, SigTa
     t1 = prof_now()
     sched_prepare(sched, v, sigs.n, count,
                   strategy_id != S_AGENDA and strategy_id != S_DEPTH,
-                  strategy_id == S_LOOKAHEAD or strategy_id == S_LEARNED)
+                  strategy_id == S_LOOKAHEAD or strategy_id == S_COST or strategy_id == S_LEARNED,
+                  strategy_id == S_COST or (fusion and fusion_defers()))
     sched_push_initial(sched, v, count)
     if strategy_id == S_LEARNED:        # its kinds, and learning on simulations
         learned_begin(<LearnedStrategy>strategy, sched, v, sigs, count, fusion)

@@ -34,6 +34,7 @@ from autobatch.runtime.nodes cimport (Node, OpDef, AHEAD, F_DONE, F_NEEDS_GRAD, 
                                prefetch_node)
 from autobatch.engine.optable cimport op_table, n_ops
 from autobatch.engine.parallel cimport gradients_disjoint
+from autobatch.engine.scheduler cimport sched_pending_upto
 from autobatch.runtime.threads cimport pool_run, pool_threads, split_worthwhile
 
 cdef const OpDef* OPS = op_table()
@@ -69,6 +70,27 @@ for _op in range(n_ops()):
         KIND[_op] = BINARY
 
 
+# Deferral (off by default): fuse a stage only when no other node of its signature still
+# to run could join it in a later batch (depth lists of the scheduler). Fewer batches of
+# that signature, but the stage then runs unfused: measured no faster (docs/fusion.md).
+cdef bint DEFER = False
+
+
+def set_deferral(on):
+    """Fuse a consumer stage only when no node of its signature still to run could
+    join it later (True), or whenever the chain allows (False, the default). For
+    comparisons: docs/fusion.md gives the measured batches and times. Returns the
+    previous setting."""
+    global DEFER
+    old = DEFER
+    DEFER = bool(on)
+    return old
+
+
+cdef bint fusion_defers() noexcept nogil:
+    return DEFER
+
+
 cdef inline bint same_shape(const Node* a, const Node* b) noexcept nogil:
     return a.d[0] == b.d[0] and a.d[1] == b.d[1] and a.d[2] == b.d[2] and \
         a.d[3] == b.d[3] and a.bs == b.bs
@@ -82,6 +104,37 @@ cdef inline int32_t first_consumer(const Sched* s, int32_t p) noexcept nogil:
     """p's first consumer in this forward, or p itself if it has none."""
     cdef int32_t q = s.loc[p]
     return p if s.cons_at[q + 1] == s.cons_at[q] else s.cons[s.cons_at[q]]
+
+
+cdef inline bint shapes_fit(const NodeView* v, int32_t c, int32_t p) noexcept nogil:
+    """c (a unary or binary op) may run in the pass of its argument p: the same
+    number of elements (unary), or both arguments of c's shape (binary: no
+    broadcasting)."""
+    cdef const Node* cn = &v.nodes[c]
+    cdef int a
+    if KIND[cn.op] == UNARY:
+        return cn.size == v.nodes[p].size
+    for a in range(2):
+        if not same_shape(&v.nodes[arg_of(v, c, a)], cn):
+            return False
+    return True
+
+
+cdef bint may_be_stage(const NodeView* v, int32_t c) noexcept nogil:
+    """Whether node c can run as a fused stage under the rules of consumer_stage, as
+    far as the graph alone tells (the schedule decides the rest): a plain elementwise
+    op with an argument computed in a batch (not a leaf) of which it is the only
+    consumer. batch_lower_bound(passes=True) does not count such nodes."""
+    cdef const Node* cn = &v.nodes[c]
+    cdef int a
+    cdef int32_t p
+    if KIND[cn.op] == NOT_FUSABLE:
+        return False
+    for a in range(cn.nargs):
+        p = arg_of(v, c, a)
+        if v.nodes[p].sig >= 0 and v.nodes[p].uses == 1 and shapes_fit(v, c, p):
+            return True
+    return False
 
 
 cdef int32_t consumer_stage(Sched* s, const NodeView* v, const int32_t* prev, int n,
@@ -118,15 +171,24 @@ cdef int32_t consumer_stage(Sched* s, const NodeView* v, const int32_t* prev, in
             return -1
         if s.indeg[c] != 1 or cn.flags & F_DONE:    # its other arguments are computed
             return -1
-        if KIND[cn.op] == UNARY:
-            if cn.size != v.nodes[p].size:
-                return -1
-        else:
-            for a in range(2):
-                if not same_shape(&v.nodes[arg_of(v, c, a)], cn):   # no broadcasting
-                    return -1
+        if not shapes_fit(v, c, p):
+            return -1
         out[j] = c
+    if DEFER and s.depth_lists and joinable_later(s, v, out, n, sig):
+        return -1
     return sig
+
+
+cdef bint joinable_later(Sched* s, const NodeView* v, const int32_t* stage, int n,
+                         int32_t sig) noexcept nogil:
+    """Whether a node of sig still to run, other than the stage's, is at a depth <= the
+    stage's deepest (so it does not depend on the stage and could share its batch)."""
+    cdef int32_t deepest = 0
+    cdef int j
+    for j in range(n):
+        if s.depth[stage[j]] > deepest:
+            deepest = s.depth[stage[j]]
+    return sched_pending_upto(s, v, sig, deepest, n + 1) > n
 
 
 cdef void stage_forward(const NodeView* v, const int32_t* ids, int j0, int j1,

@@ -28,7 +28,7 @@ from autobatch.runtime.op_ids cimport OP_PARAM
 from autobatch.runtime.memory cimport grow, resize
 from autobatch.runtime.profile cimport prof_now
 from autobatch.engine.optable cimport op_table
-from autobatch.engine.fusion cimport consumer_stage
+from autobatch.engine.fusion cimport consumer_stage, fusion_defers
 from autobatch.engine.scheduler cimport (sched_prepare, sched_push_initial, sched_release,
                                          sched_release_ids, sched_take)
 from autobatch.engine.strategies cimport (S_LEARNED, S_AGENDA, S_CRITICAL, S_DEPTH,
@@ -305,9 +305,10 @@ cdef int64_t simulate_fusion(LearnedStrategy st, Sched* s, const NodeView* v, in
 
 cdef int restart(Sched* s, const NodeView* v, const SigTable* sigs, int64_t count) except -1:
     """The frontier of the forward's start again. A new stamp: sched_prepare takes a
-    signature already stamped for a signature it has already prepared."""
+    signature already stamped for a signature it has already prepared. Depth lists
+    when fusion defers, so that the simulated stages are the forward's."""
     s.stamp += 1
-    sched_prepare(s, v, sigs.n, count, True, True)
+    sched_prepare(s, v, sigs.n, count, True, True, fusion_defers())
     sched_push_initial(s, v, count)
     return 0
 

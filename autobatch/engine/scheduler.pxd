@@ -50,6 +50,18 @@ ctypedef struct Sched:
     int64_t cap_fd
     int32_t* fuse           # the next stage of a fused chain (engine/fusion.pyx)
     int64_t cap_fuse
+    # depth lists (when prepared with them): per signature g its needed nodes by
+    # ascending depth, dl[rd_at[g] : rd_at[g] + tot[g]], the first dl_lo[g] of them
+    # run already; left[g]: its nodes not run yet. Read by fusion's deferral and by
+    # the 'cost' strategy (which pending nodes could still join a batch)
+    bint depth_lists
+    int32_t* tot
+    int32_t* left
+    int32_t* dl_lo
+    int32_t* dl
+    int64_t cap_dl
+    int32_t* dcount
+    int64_t cap_dcount
     # the learned strategy's state of this graph (engine/learned.pyx): each signature's
     # kind, the model of the current forward, and how many of its picks the policy knew
     int32_t* kind
@@ -60,10 +72,13 @@ cdef int64_t sched_collect(Sched* s, const NodeView* v, int32_t target, bint all
 cdef int64_t sched_collect_many(Sched* s, const NodeView* v, const int32_t* targets,
                                 int64_t n_targets, bint all_ancestors) except -1
 cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t count,
-                       bint heights, bint feeders) except -1
+                       bint heights, bint feeders, bint depth_lists) except -1
 cdef void sched_push_initial(Sched* s, const NodeView* v, int64_t count) noexcept nogil
 cdef int sched_take(Sched* s, int32_t sig, int32_t max_depth) noexcept nogil
 cdef int sched_take_chosen(Sched* s, int32_t sig, const char* chosen) noexcept nogil
 cdef void sched_release(Sched* s, const NodeView* v, int n) noexcept nogil
 cdef void sched_release_ids(Sched* s, const NodeView* v, const int32_t* ids, int n) noexcept nogil
+cdef int32_t sched_feeder(Sched* s, const NodeView* v, int32_t g) noexcept nogil
+cdef int32_t sched_pending_upto(Sched* s, const NodeView* v, int32_t g, int32_t max_depth,
+                                int32_t limit) noexcept nogil
 cdef void sched_free(Sched* s) noexcept nogil

@@ -130,9 +130,10 @@ cdef int64_t collect_by_search(Sched* s, const NodeView* v, const int32_t* targe
 
 
 cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t count,
-                       bint heights, bint feeders) except -1:
+                       bint heights, bint feeders, bint depth_lists) except -1:
     """Depths, in-degrees, consumer lists and per-signature ready lists of the
-    `count` needed nodes; heights and feeder lists too when a strategy reads them."""
+    `count` needed nodes; heights, feeder lists and depth lists too when a strategy
+    (or fusion's deferral) reads them."""
     cdef int64_t p, q, edges = 0, g
     cdef int a
     cdef int32_t i, y, d, acc, c
@@ -187,7 +188,81 @@ cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t coun
     if feeders:
         s.fd = <int32_t*>grow(s.fd, &s.cap_fd, edges + 1, sizeof(int32_t))
     prepare_signatures(s, v, count, heights)
+    s.depth_lists = depth_lists
+    if depth_lists:
+        prepare_depth_lists(s, v, count)
     return 0
+
+
+cdef int prepare_depth_lists(Sched* s, const NodeView* v, int64_t count) except -1:
+    """Per signature, its needed nodes by ascending depth (a counting sort by depth,
+    then a stable scatter into the signatures' segments, which are those of the ready
+    lists): O(count + deepest)."""
+    cdef int64_t p, g, deepest = 0
+    cdef int32_t i, d, acc, c
+    for p in range(count):
+        if s.depth[s.needed[p]] > deepest:
+            deepest = s.depth[s.needed[p]]
+    s.dcount = <int32_t*>grow(s.dcount, &s.cap_dcount, deepest + 2, sizeof(int32_t))
+    s.dl = <int32_t*>grow(s.dl, &s.cap_dl, 2 * count + 1, sizeof(int32_t))
+    cdef int32_t* by_depth = s.dl + count          # scratch: the nodes in depth order
+    memset(s.dcount, 0, (deepest + 2) * sizeof(int32_t))
+    for p in range(count):
+        s.dcount[s.depth[s.needed[p]]] += 1
+    acc = 0
+    for d in range(deepest + 1):
+        c = s.dcount[d]
+        s.dcount[d] = acc
+        acc += c
+    for p in range(count):
+        i = s.needed[p]
+        by_depth[s.dcount[s.depth[i]]] = i
+        s.dcount[s.depth[i]] += 1
+    for p in range(s.n_used):
+        g = s.used[p]
+        s.tot[g] = 0
+        s.dl_lo[g] = 0
+    for p in range(count):
+        i = by_depth[p]
+        g = v.nodes[i].sig
+        s.dl[s.rd_at[g] + s.tot[g]] = i
+        s.tot[g] += 1
+    for p in range(s.n_used):
+        g = s.used[p]
+        s.left[g] = s.tot[g]
+    return 0
+
+
+cdef int32_t sched_feeder(Sched* s, const NodeView* v, int32_t g) noexcept nogil:
+    """The signature of the latest ready node that feeds a node of signature g (feeder
+    lists only), or -1: running it first lets g's batch grow. Stale entries (nodes run
+    already) are dropped on the way."""
+    cdef int32_t* lst = s.fd + s.fd_at[g]
+    cdef int32_t top
+    while s.fd_n[g] > 0:
+        top = lst[s.fd_n[g] - 1]
+        if not (v.nodes[top].flags & F_DONE):
+            return v.nodes[top].sig
+        s.fd_n[g] -= 1
+    return -1
+
+
+cdef int32_t sched_pending_upto(Sched* s, const NodeView* v, int32_t g, int32_t max_depth,
+                                int32_t limit) noexcept nogil:
+    """How many nodes of signature g not run yet have depth <= max_depth, counted up
+    to `limit` (depth lists only). Nodes of one depth never depend on each other, so
+    these are the nodes that may still share a batch with g's ready ones. Amortised:
+    the run prefix of the list is skipped once."""
+    cdef int32_t* lst = s.dl + s.rd_at[g]
+    cdef int32_t p = s.dl_lo[g], end = s.tot[g], n = 0
+    while p < end and v.nodes[lst[p]].flags & F_DONE:
+        p += 1
+    s.dl_lo[g] = p
+    while p < end and n < limit and s.depth[lst[p]] <= max_depth:
+        if not (v.nodes[lst[p]].flags & F_DONE):
+            n += 1
+        p += 1
+    return n
 
 
 cdef void prepare_signatures(Sched* s, const NodeView* v, int64_t count, bint heights) noexcept nogil:
@@ -241,6 +316,9 @@ cdef int ensure_sigs(Sched* s, int64_t n_sigs, int64_t count) except -1:
         s.avg_height = <double*>resize(s.avg_height, cap, sizeof(double))
         s.fd_at = <int32_t*>resize(s.fd_at, cap, sizeof(int32_t))
         s.fd_n = <int32_t*>resize(s.fd_n, cap, sizeof(int32_t))
+        s.tot = <int32_t*>resize(s.tot, cap, sizeof(int32_t))
+        s.left = <int32_t*>resize(s.left, cap, sizeof(int32_t))
+        s.dl_lo = <int32_t*>resize(s.dl_lo, cap, sizeof(int32_t))
         s.active = <int32_t*>resize(s.active, cap, sizeof(int32_t))
         s.active_pos = <int32_t*>resize(s.active_pos, cap, sizeof(int32_t))
         s.sig_stamp = <int32_t*>resize(s.sig_stamp, cap, sizeof(int32_t))
@@ -349,6 +427,8 @@ cdef void sched_release_ids(Sched* s, const NodeView* v, const int32_t* ids, int
             s.indeg[c] -= 1
             if s.indeg[c] == 0:
                 make_ready(s, v, c)
+        if s.depth_lists:
+            s.left[v.nodes[ids[j]].sig] -= 1
 
 
 cdef void sched_free(Sched* s) noexcept nogil:
@@ -357,4 +437,5 @@ cdef void sched_free(Sched* s) noexcept nogil:
     free(s.rd_at); free(s.rd_n); free(s.avg_depth); free(s.avg_height); free(s.rd)
     free(s.active); free(s.active_pos); free(s.picked); free(s.fuse); free(s.sig_stamp); free(s.used)
     free(s.fd_at); free(s.fd_n); free(s.fd); free(s.kind)
+    free(s.tot); free(s.left); free(s.dl_lo); free(s.dl); free(s.dcount)
     memset(s, 0, sizeof(Sched))

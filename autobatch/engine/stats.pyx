@@ -4,10 +4,11 @@ print_batches(), print_graphviz() and batch_lower_bound() call these)."""
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
-from autobatch.runtime.nodes cimport Node, OpDef
+from autobatch.runtime.nodes cimport Node, OpDef, F_DONE
 from autobatch.engine.optable cimport op_table
 from autobatch.runtime.profile cimport Profile, Traffic, P_KERNEL, P_GEMM, P_GATHER, P_MEMORY
 from autobatch.runtime.nodes cimport arg_id
+from autobatch.engine.fusion cimport may_be_stage
 
 cdef const OpDef* OPS = op_table()
 
@@ -78,9 +79,10 @@ cdef dict batch_stats(const NodeView* v, const BatchLog* log, const SigTable* si
     and why."""
     hist = {}
     unbatched = {}
-    cdef int64_t bi, nodes_run = 0
+    cdef int64_t bi, nodes_run = 0, chained = 0
     cdef int32_t first, n, s
     for bi in range(log.n):
+        chained += log.chained[bi]
         first = log.ids[log.at[bi]]
         n = log.count[bi]
         nodes_run += n
@@ -101,6 +103,7 @@ cdef dict batch_stats(const NodeView* v, const BatchLog* log, const SigTable* si
         "nodes": int(v.n),
         "nodes_run": int(nodes_run),
         "batches": int(log.n),
+        "passes": int(log.n - chained),
         "signatures": int(sigs.n),
         "batch_sizes": hist,
         "unbatched": unbatched,
@@ -151,16 +154,25 @@ cdef print_batch_list(const NodeView* v, const BatchLog* log, object file):
               f"shape={dims_of(&v.nodes[first])}x{v.nodes[first].bs} nodes={ids}{more}", file=file)
 
 
-cdef tuple lower_bound(const NodeView* v, const SigTable* sigs):
+cdef tuple lower_bound(const NodeView* v, const SigTable* sigs, bint passes):
     """For each signature, the most nodes of that signature on one dependency path
     (they can never share a batch); their sum bounds any strategy's batch count.
+    Only computed nodes count (the part of the graph that ran). With `passes`, nodes that may run as a fused stage (fusion.may_be_stage) count 0:
+    the sum bounds the passes (batches that are not a fused stage).
     Returns (total, {signature: bound})."""
     cdef int64_t i
     cdef int32_t s, best, length
     cdef int a
     cdef int32_t* longest = <int32_t*>malloc((v.n + 1) * sizeof(int32_t))
-    if longest == NULL:
+    cdef char* counts = <char*>malloc(v.n + 1)
+    if longest == NULL or counts == NULL:
+        free(longest)
+        free(counts)
         raise MemoryError()
+    for i in range(v.n):
+        # only what ran: a node no forward needed is not part of any schedule
+        counts[i] = v.nodes[i].sig >= 0 and (v.nodes[i].flags & F_DONE) != 0 and \
+            not (passes and may_be_stage(v, <int32_t>i))
     bounds = {}
     try:
         for s in range(sigs.n):
@@ -170,7 +182,7 @@ cdef tuple lower_bound(const NodeView* v, const SigTable* sigs):
                 for a in range(v.nodes[i].nargs):
                     if longest[arg_id(v, <int32_t>i, a)] > length:
                         length = longest[arg_id(v, <int32_t>i, a)]
-                if v.nodes[i].sig == s:
+                if v.nodes[i].sig == s and counts[i]:
                     length += 1
                 longest[i] = length
                 if length > best:
@@ -178,6 +190,7 @@ cdef tuple lower_bound(const NodeView* v, const SigTable* sigs):
             bounds[s] = best
     finally:
         free(longest)
+        free(counts)
     return sum(bounds.values()), bounds
 
 

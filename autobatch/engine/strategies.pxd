@@ -7,7 +7,7 @@ from autobatch.engine.signatures cimport SigTable
 
 # ids of the built-in strategies; S_PYTHON: any object with select(frontier)
 cdef enum:
-    S_NONE, S_DEPTH, S_AGENDA, S_CRITICAL, S_LOOKAHEAD, S_PYTHON
+    S_NONE, S_DEPTH, S_AGENDA, S_CRITICAL, S_LOOKAHEAD, S_COST, S_PYTHON
 
 # the learned strategy (engine/learned.pyx): not in the policy table, the forward loop
 # calls it directly

@@ -30,6 +30,7 @@ DEPTH: BuiltinStrategy
 AGENDA: BuiltinStrategy
 CRITICAL: BuiltinStrategy
 LOOKAHEAD: BuiltinStrategy
+COST: BuiltinStrategy
 
 def register_strategy(obj: _S, name: str | None = None) -> _S: ...
 def available_strategies() -> dict[str, Any]: ...

@@ -12,7 +12,8 @@ from libc.string cimport memset
 
 from autobatch.runtime.nodes cimport OpDef, F_DONE
 from autobatch.engine.optable cimport op_table
-from autobatch.engine.scheduler cimport sched_take, sched_take_chosen
+from autobatch.engine.scheduler cimport sched_feeder, sched_take, sched_take_chosen
+from autobatch.engine.cost_model cimport pick_cost
 
 cdef const OpDef* OPS = op_table()
 
@@ -72,14 +73,9 @@ cdef int pick_lookahead(Sched* s, const NodeView* v) noexcept nogil:
     batches, but their gate nonlinearities share a signature). The choice is always a
     ready signature, so it never stalls. The feeders of C come from the scheduler's
     feeder lists (amortised O(1) per consumer edge), not from a scan of the frontier."""
-    cdef int32_t best = critical_sig(s), top
-    cdef int32_t* lst = s.fd + s.fd_at[best]
-    while s.fd_n[best] > 0:
-        top = lst[s.fd_n[best] - 1]
-        if not (v.nodes[top].flags & F_DONE):
-            return sched_take(s, v.nodes[top].sig, ALL_DEPTHS)
-        s.fd_n[best] -= 1                  # already run: a stale entry
-    return sched_take(s, best, ALL_DEPTHS)
+    cdef int32_t best = critical_sig(s)
+    cdef int32_t feeder = sched_feeder(s, v, best)
+    return sched_take(s, best if feeder < 0 else feeder, ALL_DEPTHS)
 
 
 cdef int pick_depth(Sched* s, const NodeView* v) noexcept nogil:
@@ -101,12 +97,13 @@ cdef int pick_depth(Sched* s, const NodeView* v) noexcept nogil:
 ctypedef int (*Policy)(Sched* s, const NodeView* v) noexcept nogil
 
 # indexed by strategy id; 'none' never picks (the forward runs nodes in id order)
-cdef Policy POLICIES[5]
+cdef Policy POLICIES[6]
 POLICIES[S_NONE] = NULL
 POLICIES[S_DEPTH] = pick_depth
 POLICIES[S_AGENDA] = pick_agenda
 POLICIES[S_CRITICAL] = pick_critical
 POLICIES[S_LOOKAHEAD] = pick_lookahead
+POLICIES[S_COST] = pick_cost
 
 
 cdef int pick_batch(int sid, object strategy, Sched* s, const NodeView* v,
@@ -263,7 +260,7 @@ def register_strategy(obj, name=None):
 
 def available_strategies():
     """The registered strategies as a dict {name: strategy}: the built-in "none", "depth",
-    "agenda" and "critical", and any added by ``register_strategy``. Each chooses what
+    "agenda", "critical", "lookahead" and "cost", and any added by ``register_strategy``. Each chooses what
     runs as one batch; every one gives the same numbers.
 
     Example::
@@ -319,6 +316,11 @@ LOOKAHEAD = register_strategy(BuiltinStrategy(
     S_LOOKAHEAD, "lookahead",
     "critical path first, but a ready signature whose nodes feed the chosen one runs "
     "before it, so that the chosen batch grows (one step of lookahead)"))
+COST = register_strategy(BuiltinStrategy(
+    S_COST, "cost",
+    "the least estimated time added: a signature none of whose pending nodes could join "
+    "its ready ones runs first (critical path first among them), else the one whose "
+    "extra batch costs least (engine/cost_model.pyx)"))
 AGENDA = register_strategy(BuiltinStrategy(
     S_AGENDA, "agenda",
     "all ready nodes of the signature whose pending nodes have the lowest average depth (DyNet)"))

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import autobatch as dy
+from autobatch.engine import fusion as engine_fusion
 from autobatch.testing import check_grad
 
 from python_strategies import PYTHON_STRATEGIES
@@ -76,17 +77,21 @@ def build(plan, Ws, bs, n_inst, reads):
     return outs, held
 
 
-def run(plan, seed, strategy, fusion, n_inst=4):
+def run(plan, seed, strategy, fusion, n_inst=4, defer=False):
     pc, Ws, bs = make_params(seed)
     dy.renew_cg(strategy=strategy, fusion=fusion)
-    reads = []
-    outs, held = build(plan, Ws, bs, n_inst, reads)
-    loss = dy.esum(outs)
-    value = loss.value()
-    if plan[1]["late"] and held:            # a consumer built after the forward ran
-        loss = loss + dy.sum_elems(dy.logistic(held[0]))
+    old = engine_fusion.set_deferral(defer)
+    try:
+        reads = []
+        outs, held = build(plan, Ws, bs, n_inst, reads)
+        loss = dy.esum(outs)
         value = loss.value()
-    loss.backward()
+        if plan[1]["late"] and held:            # a consumer built after the forward ran
+            loss = loss + dy.sum_elems(dy.logistic(held[0]))
+            value = loss.value()
+        loss.backward()
+    finally:
+        engine_fusion.set_deferral(old)
     grads = [p.grad_as_array() for p in Ws + bs]
     return value, grads, [h.npvalue() for h in held], reads, dy.cg().stats()
 
@@ -96,8 +101,10 @@ def run(plan, seed, strategy, fusion, n_inst=4):
 def test_fused_equals_unfused(seed, length, strategy):
     plan = random_plan(np.random.default_rng(seed), 4, length)
     ref = run(plan, seed % 1000, "none", False)
-    for fusion in (False, True):
-        got = run(plan, seed % 1000, strategy, fusion)
+    # unfused, fused, and fused with deferral (a stage waits for the nodes of its
+    # signature that could still join it)
+    for fusion, defer in ((False, False), (True, False), (True, True)):
+        got = run(plan, seed % 1000, strategy, fusion, defer=defer)
         np.testing.assert_allclose(got[0], ref[0], rtol=1e-5, atol=1e-5)
         for g, r in zip(got[1], ref[1]):
             np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-5)
@@ -105,6 +112,7 @@ def test_fused_equals_unfused(seed, length, strategy):
             np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-5)
         if not fusion:
             assert got[4]["fused"]["chains"] == 0
+        assert got[4]["passes"] == got[4]["batches"] - got[4]["fused"]["batches"]
 
 
 def test_logistic_affine_chain_is_fused_forward_and_backward():

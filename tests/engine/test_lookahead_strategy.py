@@ -37,11 +37,7 @@ def test_reaches_the_lower_bound(task_model, request):
     model, inst = task_model
     batches, lb = schedule(model, inst, "lookahead")
     if model.name not in tasks.GROUPS["standard"]:
-        # the other workloads: no claim of reaching it (docs/bench.md gives the ratios);
-        # on the MV-RNN the bound is wrong (test_lower_bound_unneeded_nodes.py)
-        if model.name == "mvrnn":
-            request.applymarker(pytest.mark.xfail(strict=True, reason="batch_lower_bound "
-                                                  "counts nodes the forward pass does not need"))
+        # the other workloads: no claim of reaching it (docs/bench.md gives the ratios)
         assert lb <= len(batches)
         return
     assert len(batches) == lb
