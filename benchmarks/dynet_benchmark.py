@@ -1,0 +1,351 @@
+"""The DyNet paper's own benchmark (neulab/dynet-benchmark, dynet-py/), run unchanged
+under DyNet 2.2, DyNet with its autobatching, and autobatch, with the configurations
+and sizes of the repository's run-tests.sh; a table of the scripts' own throughput.
+
+    python benchmarks/dynet_benchmark.py --sources DIR [--quick] [--trials 3]
+        [--timeout 10] [--only PATTERN ...] [--dynet PYTHON] [--json FILE]
+    python benchmarks/dynet_benchmark.py --sources DIR --profile [--only ...]
+
+DIR is a checkout of neulab/dynet-benchmark or a git directory of it (a mirror's
+`repo/.git`: its tree is extracted blob by blob, the blobs a partial snapshot lacks
+skipped). Nothing is fetched at run time. The data the checkout lacks
+(`data/tags/train.txt`, `data/text/train.txt`, absent or Git LFS pointers in a
+snapshot) is converted from Porttinari-base (Brazilian Portuguese news, UPOS tags,
+CC BY 4.0), shipped by the PyPI package dante-corpora (MIT): `pip install --no-deps
+dante-corpora`, or `--corpus` its wheel or any CoNLL-U file. benchmarks/
+dynet_benchmark_data.py says how each file is made; the SST trees and the dev files
+of tags come from the checkout.
+
+Each script runs in a scratch copy of the checkout (the scripts read data/... from
+their working directory), byte for byte as the repository has it for DyNet, and with
+only its import changed for autobatch (`import dynet as dy` -> `import autobatch as
+dy`, benchmarks/dynet_programs.py's rewrite). The flags are run-tests.sh's:
+`--dynet-mem 4096` for every system, read by the library at import as DyNet does, and
+`--dynet-autobatch 1` for DyNet with autobatching. The scripts' argparse knows
+`--dynet-seed`, `--dynet-mem` and `--dynet-gpus` only, so a small launcher (this file,
+`--launch`) imports the library with the flags in sys.argv, as the script's own import
+would, removes `--dynet-autobatch K` from sys.argv, seeds Python's `random` (the
+scripts shuffle with it: every system sees the same order) and runs the script with
+runpy. Each system's run is a process of its own; the systems take turns run by run,
+configuration by configuration, trial by trial (the first system rotating), so that
+the load of the machine falls on all alike; the table gives medians over trials.
+
+The time budget (`--timeout`, the scripts' TIMEOUT argument): the taggers and the
+language model stop at the first status report (every 500 sentences) after it; the
+tree scripts check it only at the end of an epoch, so they run one epoch of the 8,544
+SST trees whatever it is. The figure each script prints last is the one used:
+sent_per_sec (treenn: trees per second of training, dev evaluation excluded) or
+word_per_sec (taggers and language model, likewise). autobatch / best DyNet > 1 means
+autobatch is faster than the faster of the two DyNet runs.
+
+--profile runs each selected configuration once under autobatch with cProfile and
+splits its time: the scripts' Python (graph building), autobatch's op calls, forward
+(value, scalar_value, npvalue, forward), backward, update, renew_cg and the rest.
+"""
+import argparse
+import fnmatch
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+# name: (script in dynet-py/, its arguments before TIMEOUT, unit); run-tests.sh's sizes
+# (treenn-bulk, which run-tests.sh does not run, with treenn's)
+CONFIGS = {
+    "treenn": ("treenn", "128 128 0", "sent/s"),
+    "treenn sparse": ("treenn", "128 128 1", "sent/s"),
+    "treenn-bulk": ("treenn-bulk", "128 128 0", "sent/s"),
+    "bilstm-tagger": ("bilstm-tagger", "128 50 32 0", "word/s"),
+    "bilstm-tagger sparse": ("bilstm-tagger", "128 50 32 1", "word/s"),
+    "bilstm-tagger-withchar": ("bilstm-tagger-withchar", "20 128 50 32 0", "word/s"),
+    "rnnlm-batch mb1": ("rnnlm-batch", "1 128 256 0", "word/s"),
+    "rnnlm-batch mb4": ("rnnlm-batch", "4 128 256 0", "word/s"),
+    "rnnlm-batch mb16": ("rnnlm-batch", "16 128 256 0", "word/s"),
+    "rnnlm-batch mb64": ("rnnlm-batch", "64 128 256 0", "word/s"),
+    "rnnlm-batch mb16 sparse": ("rnnlm-batch", "16 128 256 1", "word/s"),
+}
+FLAGS = ["--dynet-mem", "4096"]          # run-tests.sh's DYFLAGS
+# system: (library, extra flags); the DyNet ones run under --dynet's interpreter
+SYSTEMS = {"DyNet": ("dynet", []), "DyNet autobatch": ("dynet", ["--dynet-autobatch", "1"]),
+           "autobatch": ("autobatch", [])}
+THROUGHPUT = re.compile(r"(sent_per_sec|word_per_sec)=(\d+(?:\.\d*)?)")
+SCRIPT_DIRS = {"dynet": "dynet-py", "autobatch": "autobatch-py"}
+
+
+def strip_flags(argv, drop=("--dynet-autobatch",)):
+    """argv without the given flags and their values ("--flag V" or "--flag=V")."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in drop:
+            skip = True
+        elif not any(a.startswith(d + "=") for d in drop):
+            out.append(a)
+    return out
+
+
+def launch(library, script, args, seed, profile=None):
+    """The child: import the library with the flags in sys.argv (it reads them, as the
+    script's own import would), drop the flags the script's argparse does not know,
+    run the script as __main__."""
+    import importlib
+    import random
+    import runpy
+    sys.argv = [script] + list(args)
+    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    importlib.import_module(library)
+    sys.argv = strip_flags(sys.argv)
+    random.seed(seed)
+    if profile is None:
+        runpy.run_path(script, run_name="__main__")
+        return
+    import cProfile
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit:
+        pass
+    finally:
+        prof.disable()
+        prof.dump_stats(profile)
+
+
+def prepare(sources, work, corpus=None, limit=None):
+    """The scratch copy: the checkout, its missing data made from the corpus, and
+    autobatch-py/ (dynet-py/ with only the imports changed). Returns a report."""
+    import dynet_benchmark_data as data
+    from dynet_programs import to_autobatch
+    skipped = data.checkout(sources, work)
+    made = data.complete(work, data.find_corpus(corpus), limit=limit)
+    src, dst = os.path.join(work, "dynet-py"), os.path.join(work, "autobatch-py")
+    os.makedirs(dst, exist_ok=True)
+    changed = {}
+    for f in sorted(os.listdir(src)):
+        if f.endswith(".py"):
+            with open(os.path.join(src, f)) as fh:
+                text = fh.read()
+            new = to_autobatch(text)
+            with open(os.path.join(dst, f), "w") as fh:
+                fh.write(new)
+            changed[f] = [(a, b) for a, b in zip(text.splitlines(), new.splitlines()) if a != b]
+    return {"skipped": skipped, "made": made, "changed": changed}
+
+
+def env_for(library):
+    from dynet_programs import _env
+    env = _env(library == "autobatch", [])
+    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    return env
+
+
+def command(python, library, config, timeout, seed, flags=(), profile=None):
+    script, args, _ = CONFIGS[config]
+    path = os.path.join(SCRIPT_DIRS[library], script + ".py")
+    cmd = [python, os.path.abspath(__file__), "--launch", library, "--seed", str(seed)]
+    if profile:
+        cmd += ["--profile-out", profile]
+    return cmd + ["--", path] + FLAGS + list(flags) + args.split() + [str(timeout)]
+
+
+def parse(out):
+    """(the last throughput the script printed, its kind) or (None, None)."""
+    found = THROUGHPUT.findall(out)
+    return (float(found[-1][1]), found[-1][0]) if found else (None, None)
+
+
+def run(work, python, library, config, timeout, seed, flags=(), limit=900, profile=None):
+    t0 = time.time()
+    cmd = command(python, library, config, timeout, seed, flags, profile)
+    try:
+        p = subprocess.run(cmd, cwd=work, env=env_for(library), capture_output=True,
+                           text=True, timeout=limit)
+        rc, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc = "timeout"
+        out, err = [x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+                    for x in (e.stdout, e.stderr)]
+    value, kind = parse(out)
+    lines = [l for l in err.strip().splitlines() if l.strip()]
+    error = "" if rc == 0 and value else (lines[-1][:200] if lines else "rc %s" % rc)
+    return {"rc": rc, "seconds": round(time.time() - t0, 1), "throughput": value,
+            "kind": kind, "error": error}
+
+
+def median(results):
+    vals = [r["throughput"] for r in results if r["throughput"]]
+    return statistics.median(vals) if vals else None
+
+
+def ratio(row):
+    """autobatch's median over the faster DyNet's (None without both)."""
+    dys = [row[s] for s in ("DyNet", "DyNet autobatch") if row.get(s)]
+    if not row.get("autobatch") or not dys:
+        return None
+    return row["autobatch"] / max(dys)
+
+
+def table(medians, units):
+    names = list(SYSTEMS)
+    lines = ["| configuration | " + " | ".join(names) + " | autobatch / best DyNet |",
+             "|---|" + "---:|" * (len(names) + 1)]
+    for config, row in medians.items():
+        r = ratio(row)
+        cells = ["%.0f" % row[s] if row.get(s) else "-" for s in names]
+        lines.append("| %s (%s) | %s | %s |" % (config, units[config], " | ".join(cells),
+                                                "%.2f" % r if r else "-"))
+    return "\n".join(lines)
+
+
+def selected(patterns):
+    if not patterns:
+        return list(CONFIGS)
+    out = [c for c in CONFIGS if any(c == p or fnmatch.fnmatch(c, p) for p in patterns)]
+    if not out:
+        raise SystemExit("no configuration matches %s (have: %s)" % (patterns, ", ".join(CONFIGS)))
+    return out
+
+
+def benchmark(a, work, configs):
+    systems = [s for s in SYSTEMS if a.dynet or SYSTEMS[s][0] == "autobatch"]
+    results = {c: {s: [] for s in systems} for c in configs}
+    for trial in range(a.trials):
+        for config in configs:
+            order = systems[trial % len(systems):] + systems[:trial % len(systems)]
+            for system in order:
+                library, flags = SYSTEMS[system]
+                python = a.python if library == "autobatch" else a.dynet
+                r = run(work, python, library, config, a.timeout, a.seed + trial, flags,
+                        limit=a.limit)
+                results[config][system].append(r)
+                print("trial %d  %-24s %-16s %s" % (
+                    trial + 1, config, system,
+                    "%.1f %s, %.0f s" % (r["throughput"], CONFIGS[config][2], r["seconds"])
+                    if r["throughput"] else "FAILED (%s): %s" % (r["rc"], r["error"])),
+                    file=sys.stderr, flush=True)
+    medians = {c: {s: median(results[c][s]) for s in systems} for c in configs}
+    return results, medians
+
+
+# ---- --profile: where autobatch's time goes ----
+
+PHASES = [("forward", re.compile(r"\b(value|scalar_value|npvalue|vec_value|forward)\b")),
+          ("backward", re.compile(r"\bbackward\b")),
+          ("update", re.compile(r"\b(update|update_epoch|status)\b")),
+          ("renew_cg", re.compile(r"\brenew_cg\b"))]
+
+
+def phase_of(func, script):
+    """The phase of a cProfile entry (filename, line, name)."""
+    filename, _, name = func
+    for phase, pattern in PHASES:
+        if pattern.search(name) and (filename == "~" or "autobatch" in filename):
+            return phase
+    if os.path.basename(filename) == os.path.basename(script):
+        return "script (graph building in Python)"
+    if "autobatch" in filename or ("autobatch" in name and filename == "~"):
+        return "autobatch ops and builders"
+    return "other (Python, numpy, reading data)"
+
+
+def profile_summary(path, script):
+    import pstats
+    st = pstats.Stats(path)
+    phases, top = {}, []
+    for func, (_, _, tottime, _, _) in st.stats.items():
+        ph = phase_of(func, script)
+        phases[ph] = phases.get(ph, 0.0) + tottime
+        top.append((tottime, ph, "%s:%d(%s)" % (os.path.basename(func[0]), func[1], func[2])))
+    total = sum(phases.values())
+    return {"total": total, "phases": dict(sorted(phases.items(), key=lambda x: -x[1])),
+            "top": sorted(top, reverse=True)[:12]}
+
+
+def profile(a, work, configs):
+    out = {}
+    for config in configs:
+        path = os.path.join(work, "profile.out")
+        r = run(work, a.python, "autobatch", config, a.timeout, a.seed, limit=a.limit,
+                profile=path)
+        if not os.path.exists(path):
+            print("%s: no profile (%s)" % (config, r["error"]))
+            continue
+        s = profile_summary(path, CONFIGS[config][0] + ".py")
+        os.remove(path)
+        print("\n%s: %.1f s profiled, %s %s (cProfile's overhead included)" % (
+            config, s["total"], r["throughput"], CONFIGS[config][2]))
+        for ph, t in s["phases"].items():
+            print("  %-38s %6.1f s  %5.1f %%" % (ph, t, 100 * t / s["total"]))
+        print("  the largest entries (own time):")
+        for t, ph, name in s["top"]:
+            print("    %6.2f s  %-30s %s" % (t, ph.split(" (")[0], name[:90]))
+        out[config] = dict(s, throughput=r["throughput"])
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sources", help="a dynet-benchmark checkout or git directory")
+    ap.add_argument("--corpus", help="the corpus for missing data: a dante-corpora wheel or "
+                    "a CoNLL-U file (default: the installed dante package)")
+    ap.add_argument("--work", help="the scratch copy (default: a temporary directory)")
+    ap.add_argument("--dynet", default=os.environ.get("AUTOBATCH_DYNET_PYTHON",
+                                                      "/work/venv-dynet/bin/python"),
+                    help="a Python with DyNet 2.2 ('' to run autobatch only)")
+    ap.add_argument("--python", default=sys.executable, help="the Python for autobatch")
+    ap.add_argument("--only", nargs="*", help="configurations (names or patterns)")
+    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--timeout", type=int, default=6, help="the scripts' TIMEOUT, seconds")
+    ap.add_argument("--quick", action="store_true", help="1 trial, TIMEOUT 3")
+    ap.add_argument("--limit", type=int, default=900, help="seconds before a run is killed")
+    ap.add_argument("--seed", type=int, default=1, help="Python's random seed, per trial +1")
+    ap.add_argument("--profile", action="store_true", help="cProfile autobatch's runs")
+    ap.add_argument("--json", help="write the numbers here")
+    ap.add_argument("--launch", help=argparse.SUPPRESS)
+    ap.add_argument("--profile-out", help=argparse.SUPPRESS)
+    ap.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.launch:
+        return launch(a.launch, a.rest[0], a.rest[1:], a.seed, a.profile_out)
+    if not a.sources:
+        ap.error("--sources is required")
+    if a.quick:
+        a.trials, a.timeout = 1, 3
+    configs = selected(a.only)
+    work = a.work or tempfile.mkdtemp(prefix="dynet-benchmark-")
+    try:
+        info = prepare(os.path.abspath(a.sources), work, a.corpus)
+        print("checkout in %s; lacked %s; made %s" % (
+            work, ", ".join(info["skipped"]) or "nothing",
+            ", ".join("%s (%d lines)" % kv for kv in info["made"].items()) or "nothing"),
+            file=sys.stderr)
+        if a.profile:
+            res = {"profile": profile(a, work, configs)}
+        else:
+            t0 = time.time()
+            results, medians = benchmark(a, work, configs)
+            print(table(medians, {c: CONFIGS[c][2] for c in configs}))
+            print("%d trials, TIMEOUT %d s, %.0f s in all" % (a.trials, a.timeout, time.time() - t0))
+            res = {"medians": medians, "ratios": {c: ratio(medians[c]) for c in configs},
+                   "runs": results, "trials": a.trials, "timeout": a.timeout}
+        res["data"] = info["made"]
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(res, f, indent=1)
+    finally:
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
