@@ -58,7 +58,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 # name: (script in dynet-py/, its arguments before TIMEOUT, unit); run-tests.sh's sizes
-# (treenn-bulk, which run-tests.sh does not run, with treenn's)
+# (treenn-bulk, which run-tests.sh does not run, with treenn's). The tree scripts ("sent/s")
+# train a whole epoch whatever the TIMEOUT: they get --tree-trials.
 CONFIGS = {
     "treenn": ("treenn", "128 128 0", "sent/s"),
     "treenn sparse": ("treenn", "128 128 1", "sent/s"),
@@ -218,8 +219,10 @@ def selected(patterns):
 def benchmark(a, work, configs):
     systems = [s for s in SYSTEMS if a.dynet or SYSTEMS[s][0] == "autobatch"]
     results = {c: {s: [] for s in systems} for c in configs}
-    for trial in range(a.trials):
+    for trial in range(max(a.trials, a.tree_trials)):
         for config in configs:
+            if trial >= (a.tree_trials if CONFIGS[config][2] == "sent/s" else a.trials):
+                continue
             order = systems[trial % len(systems):] + systems[:trial % len(systems)]
             for system in order:
                 library, flags = SYSTEMS[system]
@@ -304,6 +307,8 @@ def main(argv=None):
     ap.add_argument("--python", default=sys.executable, help="the Python for autobatch")
     ap.add_argument("--only", nargs="*", help="configurations (names or patterns)")
     ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--tree-trials", type=int, help="trials of the tree scripts, which "
+                    "train one epoch whatever the TIMEOUT (default: --trials)")
     ap.add_argument("--timeout", type=int, default=6, help="the scripts' TIMEOUT, seconds")
     ap.add_argument("--quick", action="store_true", help="1 trial, TIMEOUT 3")
     ap.add_argument("--limit", type=int, default=900, help="seconds before a run is killed")
@@ -319,7 +324,9 @@ def main(argv=None):
     if not a.sources:
         ap.error("--sources is required")
     if a.quick:
-        a.trials, a.timeout = 1, 3
+        a.trials, a.tree_trials, a.timeout = 1, 1, 3
+    if a.tree_trials is None:
+        a.tree_trials = a.trials
     configs = selected(a.only)
     work = a.work or tempfile.mkdtemp(prefix="dynet-benchmark-")
     try:
@@ -334,9 +341,11 @@ def main(argv=None):
             t0 = time.time()
             results, medians = benchmark(a, work, configs)
             print(table(medians, {c: CONFIGS[c][2] for c in configs}))
-            print("%d trials, TIMEOUT %d s, %.0f s in all" % (a.trials, a.timeout, time.time() - t0))
+            print("%d trials (tree scripts: %d), TIMEOUT %d s, %.0f s in all" % (
+                a.trials, a.tree_trials, a.timeout, time.time() - t0))
             res = {"medians": medians, "ratios": {c: ratio(medians[c]) for c in configs},
-                   "runs": results, "trials": a.trials, "timeout": a.timeout}
+                   "runs": results, "trials": a.trials, "tree_trials": a.tree_trials,
+                   "timeout": a.timeout}
         res["data"] = info["made"]
         if a.json:
             with open(a.json, "w") as f:
