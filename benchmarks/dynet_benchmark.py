@@ -38,9 +38,12 @@ sent_per_sec (treenn: trees per second of training, dev evaluation excluded) or
 word_per_sec (taggers and language model, likewise). autobatch / best DyNet > 1 means
 autobatch is faster than the faster of the two DyNet runs.
 
---profile runs each selected configuration once under autobatch with cProfile and
-splits its time: the scripts' Python (graph building), autobatch's op calls, forward
-(value, scalar_value, npvalue, forward), backward, update, renew_cg and the rest.
+--profile runs each selected configuration once under autobatch with the engine's
+profile timers on and splits a training step (install_phase_timers): build (the
+script's Python and the recording of nodes until the first value()), schedule,
+forward, backward (with their parts: BLAS products, operand copies, other kernels,
+gradient memory, the engine's bookkeeping), the trainer's update, renew_cg and the
+rest (the script's Python after backward).
 """
 import argparse
 import fnmatch
@@ -106,26 +109,18 @@ def launch(library, script, args, seed, profile=None):
     importlib.import_module(library)
     sys.argv = strip_flags(sys.argv)
     random.seed(seed)
-    if profile is None:
-        runpy.run_path(script, run_name="__main__")
-        return
-    import cProfile
-    prof = cProfile.Profile()
-    prof.enable()
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except SystemExit:
-        pass
-    finally:
-        prof.disable()
-        prof.dump_stats(profile)
+    if profile is not None:
+        install_phase_timers(sys.modules[library], profile)
+    runpy.run_path(script, run_name="__main__")
 
 
 def prepare(sources, work, corpus=None, limit=None):
-    """The scratch copy: the checkout, its missing data made from the corpus, and
-    autobatch-py/ (dynet-py/ with only the imports changed). Returns a report."""
+    """The scratch copy in work (made anew): the checkout, its missing data made from
+    the corpus, and autobatch-py/ (dynet-py/ with only the imports changed). Returns a
+    report."""
     import dynet_benchmark_data as data
     from dynet_programs import to_autobatch
+    shutil.rmtree(work, ignore_errors=True)
     skipped = data.checkout(sources, work)
     made = data.complete(work, data.find_corpus(corpus), limit=limit)
     src, dst = os.path.join(work, "dynet-py"), os.path.join(work, "autobatch-py")
@@ -241,57 +236,93 @@ def benchmark(a, work, configs):
 
 # ---- --profile: where autobatch's time goes ----
 
-PHASES = [("forward", re.compile(r"\b(value|scalar_value|npvalue|vec_value|forward)\b")),
-          ("backward", re.compile(r"\bbackward\b")),
-          ("update", re.compile(r"\b(update|update_epoch|status)\b")),
-          ("renew_cg", re.compile(r"\brenew_cg\b"))]
+PARTS = ("build", "schedule", "forward", "backward", "update", "renew_cg", "rest")
+ENGINE = ("gemm", "gather", "kernels", "memory", "engine")
 
 
-def phase_of(func, script):
-    """The phase of a cProfile entry (filename, line, name)."""
-    filename, _, name = func
-    for phase, pattern in PHASES:
-        if pattern.search(name) and (filename == "~" or "autobatch" in filename):
-            return phase
-    if os.path.basename(filename) == os.path.basename(script):
-        return "script (graph building in Python)"
-    if "autobatch" in filename or ("autobatch" in name and filename == "~"):
-        return "autobatch ops and builders"
-    return "other (Python, numpy, reading data)"
+def install_phase_timers(dy, out_path):
+    """Time the training steps of an unchanged script: each graph's cg().stats() (with
+    the profile timers on) is read when renew_cg starts the next one, the trainer's
+    update and renew_cg are timed around the calls. A graph on which backward ran is a
+    training step (dev evaluation runs forward only); a step lasts from one renew_cg's
+    return to the next one's call. The sums go to out_path as JSON at exit."""
+    import atexit
+    import time
+    from autobatch.model.trainers import Trainer
+    clock = time.perf_counter
+    acc = dict.fromkeys(PARTS + ENGINE + ("step", "steps", "nodes", "batches"), 0.0)
+    state = {"since": None, "update": 0.0, "renew": 0.0}
+    real_renew, real_update = dy.renew_cg, Trainer.update
+
+    def renew_cg(*args, **kw):
+        t0 = clock()
+        s = dy.cg().stats()
+        if s["backward_calls"] and state["since"] is not None:
+            acc["steps"] += 1
+            acc["step"] += t0 - state["since"] + state["renew"]
+            acc["nodes"] += s["nodes"]
+            acc["batches"] += s["batches"]
+            for k in ("build", "schedule", "forward", "backward"):
+                acc[k] += s["seconds"][k]
+            for k in ENGINE:
+                acc[k] += s["profile"][k]
+            acc["update"] += state["update"]
+            acc["renew_cg"] += state["renew"]
+        t1 = clock()
+        out = real_renew(*args, **kw)
+        state.update(since=clock(), update=0.0)
+        state["renew"] = state["since"] - t1
+        return out
+
+    def update(self, *args, **kw):
+        t0 = clock()
+        try:
+            return real_update(self, *args, **kw)
+        finally:
+            state["update"] += clock() - t0
+
+    def dump():
+        known = sum(acc[k] for k in PARTS[:-1])
+        acc["rest"] = acc["step"] - known
+        with open(out_path, "w") as f:
+            json.dump(acc, f)
+
+    dy.set_profiling(True)
+    dy.renew_cg = renew_cg
+    Trainer.update = update
+    atexit.register(dump)
 
 
-def profile_summary(path, script):
-    import pstats
-    st = pstats.Stats(path)
-    phases, top = {}, []
-    for func, (_, _, tottime, _, _) in st.stats.items():
-        ph = phase_of(func, script)
-        phases[ph] = phases.get(ph, 0.0) + tottime
-        top.append((tottime, ph, "%s:%d(%s)" % (os.path.basename(func[0]), func[1], func[2])))
-    total = sum(phases.values())
-    return {"total": total, "phases": dict(sorted(phases.items(), key=lambda x: -x[1])),
-            "top": sorted(top, reverse=True)[:12]}
+def profile_lines(config, p, throughput):
+    """The per-step split of one profiled run, as text."""
+    n = max(p["steps"], 1)
+    us = {k: 1e6 * p[k] / n for k in PARTS + ENGINE + ("step",)}
+    lines = ["%s: %d training steps (graphs), %.0f nodes and %.0f batches a step; "
+             "%.1f %s while profiled" % (config, p["steps"], p["nodes"] / n, p["batches"] / n,
+                                         throughput or 0, CONFIGS[config][2]),
+             "  %-10s %9s %6s" % ("part", "us/step", "share")]
+    for k in PARTS:
+        lines.append("  %-10s %9.1f %5.1f%%" % (k, us[k], 100 * us[k] / max(us["step"], 1e-9)))
+    lines.append("  %-10s %9.1f" % ("step", us["step"]))
+    lines.append("  forward + backward: " + ", ".join("%s %.1f" % (k, us[k]) for k in ENGINE)
+                 + " us; build %.2f us a node" % (us["build"] / max(p["nodes"] / n, 1)))
+    return lines
 
 
 def profile(a, work, configs):
     out = {}
     for config in configs:
-        path = os.path.join(work, "profile.out")
+        path = os.path.join(work, "phases.json")
         r = run(work, a.python, "autobatch", config, a.timeout, a.seed, limit=a.limit,
                 profile=path)
-        if not os.path.exists(path):
+        if not os.path.exists(path) or not r["throughput"]:
             print("%s: no profile (%s)" % (config, r["error"]))
             continue
-        s = profile_summary(path, CONFIGS[config][0] + ".py")
+        with open(path) as f:
+            p = json.load(f)
         os.remove(path)
-        print("\n%s: %.1f s profiled, %s %s (cProfile's overhead included)" % (
-            config, s["total"], r["throughput"], CONFIGS[config][2]))
-        for ph, t in s["phases"].items():
-            print("  %-38s %6.1f s  %5.1f %%" % (ph, t, 100 * t / s["total"]))
-        print("  the largest entries (own time):")
-        for t, ph, name in s["top"]:
-            print("    %6.2f s  %-30s %s" % (t, ph.split(" (")[0], name[:90]))
-        out[config] = dict(s, throughput=r["throughput"])
+        print("\n".join(profile_lines(config, p, r["throughput"])), flush=True)
+        out[config] = dict(p, throughput=r["throughput"])
     return out
 
 
@@ -300,7 +331,8 @@ def main(argv=None):
     ap.add_argument("--sources", help="a dynet-benchmark checkout or git directory")
     ap.add_argument("--corpus", help="the corpus for missing data: a dante-corpora wheel or "
                     "a CoNLL-U file (default: the installed dante package)")
-    ap.add_argument("--work", help="the scratch copy (default: a temporary directory)")
+    ap.add_argument("--work", help="keep the scratch copy in WORK/dynet-benchmark (made "
+                    "anew; default: a temporary directory, removed at the end)")
     ap.add_argument("--dynet", default=os.environ.get("AUTOBATCH_DYNET_PYTHON",
                                                       "/work/venv-dynet/bin/python"),
                     help="a Python with DyNet 2.2 ('' to run autobatch only)")
@@ -313,7 +345,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="1 trial, TIMEOUT 3")
     ap.add_argument("--limit", type=int, default=900, help="seconds before a run is killed")
     ap.add_argument("--seed", type=int, default=1, help="Python's random seed, per trial +1")
-    ap.add_argument("--profile", action="store_true", help="cProfile autobatch's runs")
+    ap.add_argument("--profile", action="store_true", help="split autobatch's steps by phase")
     ap.add_argument("--json", help="write the numbers here")
     ap.add_argument("--launch", help=argparse.SUPPRESS)
     ap.add_argument("--profile-out", help=argparse.SUPPRESS)
@@ -328,7 +360,8 @@ def main(argv=None):
     if a.tree_trials is None:
         a.tree_trials = a.trials
     configs = selected(a.only)
-    work = a.work or tempfile.mkdtemp(prefix="dynet-benchmark-")
+    scratch = a.work or tempfile.mkdtemp(prefix="dynet-benchmark-")
+    work = os.path.join(scratch, "dynet-benchmark")
     try:
         info = prepare(os.path.abspath(a.sources), work, a.corpus)
         print("checkout in %s; lacked %s; made %s" % (
@@ -352,7 +385,7 @@ def main(argv=None):
                 json.dump(res, f, indent=1)
     finally:
         if not a.work:
-            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
     return 0
 
 

@@ -5,6 +5,7 @@ table; and, when a git directory of neulab/dynet-benchmark is at hand
 (DYNET_BENCHMARK_SOURCES, default the workplace's mirror), its bilstm-tagger.py and
 rnnlm-batch.py run end to end under autobatch on converted synthetic data."""
 import importlib.util
+import json
 import os
 import random
 import subprocess
@@ -236,3 +237,27 @@ def test_the_benchmark_scripts_run_under_autobatch(tmp_path, bench, script, args
     monkeypatch.setitem(bench.CONFIGS, "tiny", (script, args, "word/s"))
     r = bench.run(str(work), sys.executable, "autobatch", "tiny", 0, 1, limit=300)
     assert r["rc"] == 0 and r["kind"] == "word_per_sec" and r["throughput"] > 0, r
+
+
+def test_profile_splits_the_training_steps(tmp_path, bench, monkeypatch):
+    """--profile's timers: the graphs on which backward ran, each closed by the next
+    renew_cg (the toy's fifth graph is not), their parts adding up to the step."""
+    src = _checkout(tmp_path / "src", lfs_tags=False)
+    (src / "data" / "tags" / "train.txt").write_text("a|X\n")
+    (src / "data" / "text" / "train.txt").write_text(" x \n")
+    (src / "dynet-py" / "toy.py").write_text(TOY.replace("print(\"strategy", "dy.renew_cg()\n"
+                                                         "dy.esum([dy.scalarInput(1.0)]).value()\n"
+                                                         "print(\"strategy"))
+    work = tmp_path / "work"
+    bench.prepare(str(src), str(work))
+    monkeypatch.setitem(bench.CONFIGS, "toy", ("toy", "3", "word/s"))
+    path = str(tmp_path / "phases.json")
+    r = bench.run(str(work), sys.executable, "autobatch", "toy", 0, 5, limit=120, profile=path)
+    assert r["rc"] == 0, r
+    with open(path) as f:
+        p = json.load(f)
+    assert p["steps"] == 5 and p["nodes"] > 0 and p["update"] > 0 and p["forward"] > 0
+    assert p["rest"] > -0.05 * p["step"] and p["step"] == pytest.approx(
+        sum(p[k] for k in bench.PARTS), rel=1e-9)
+    lines = bench.profile_lines("toy", p, r["throughput"])
+    assert lines[0].startswith("toy: 5 training steps") and len(lines) == 11
