@@ -16,8 +16,10 @@ UD_Portuguese-Porttinari), as shipped by the PyPI package `dante-corpora` 2.0.5 
   the scripts time training only, and read dev only to print an accuracy.
 - `text`: Mikolov's preprocessing (lower case, punctuation dropped, numbers as "N",
   the 10,000 most frequent words of the training part, the others "<unk>"); every
-  tenth sentence goes to `dev.txt`, the rest to `train.txt`. rnnlm-batch.py asserts that
-  dev has no word train lacks, so a made `train.txt` comes with its `dev.txt`.
+  fortieth sentence goes to `dev.txt` (210 sentences: the scripts evaluate on dev when
+  their time is up, untimed but not free: with minibatches of one each dev sentence is
+  a graph), the rest to `train.txt` (8,210). rnnlm-batch.py asserts
+  that dev has no word train lacks, so a made `train.txt` comes with its `dev.txt`.
 
 No data file is kept in this repository: the corpus comes from the installed package
 (`pip install --no-deps dante-corpora`), from its wheel (`pip download dante-corpora`)
@@ -62,11 +64,14 @@ def tags_lines(sentences):
             for s in sentences]
 
 
-def text_lines(sentences, vocab_size=TEXT_VOCAB, dev_every=10):
-    """(train lines, dev lines) in Mikolov's style; dev's words are all in train."""
+def text_lines(sentences, vocab_size=TEXT_VOCAB, dev_every=None):
+    """(train lines, dev lines) in Mikolov's style; dev's words are all in train.
+    dev_every: every so many sentences one goes to dev (default 40, fewer for a small
+    corpus: a tenth of it at most, at least every second one)."""
     norm = [[("N" if NUMBER.match(w) else w.lower()) for w, t in s if t != "PUNCT"]
             for s in sentences]
     norm = [s for s in norm if s]
+    dev_every = dev_every or max(2, min(40, len(norm) // 10))
     dev = [s for k, s in enumerate(norm) if k % dev_every == dev_every - 1]
     train = [s for k, s in enumerate(norm) if k % dev_every != dev_every - 1]
     counts = collections.Counter(w for s in train for w in s)
