@@ -2,8 +2,8 @@
 under DyNet 2.2, DyNet with its autobatching, and autobatch, with the configurations
 and sizes of the repository's run-tests.sh; a table of the scripts' own throughput.
 
-    python benchmarks/dynet_benchmark.py --sources DIR [--quick] [--trials 3]
-        [--timeout 10] [--only PATTERN ...] [--dynet PYTHON] [--json FILE]
+    python benchmarks/dynet_benchmark.py --sources DIR [--quick] [--trials 2]
+        [--tree-trials 1] [--timeout 6] [--only PATTERN ...] [--dynet PYTHON] [--json FILE]
     python benchmarks/dynet_benchmark.py --sources DIR --profile [--only ...]
 
 DIR is a checkout of neulab/dynet-benchmark or a git directory of it (a mirror's
@@ -29,6 +29,10 @@ scripts shuffle with it: every system sees the same order) and runs the script w
 runpy. Each system's run is a process of its own; the systems take turns run by run,
 configuration by configuration, trial by trial (the first system rotating), so that
 the load of the machine falls on all alike; the table gives medians over trials.
+What takes the time is fixed by the scripts, not by TIMEOUT: a tree script's epoch
+(DyNet: 1-2.5 minutes on a busy 2-core machine) and rnnlm-batch's first report at
+minibatch 1 (500 sentences: DyNet 3-4 minutes there); hence the defaults, 2 trials and
+one of the tree scripts (about 40 minutes there, 25 with --quick).
 
 The time budget (`--timeout`, the scripts' TIMEOUT argument): the taggers and the
 language model stop at the first status report (every 500 sentences) after it; the
@@ -338,9 +342,9 @@ def main(argv=None):
                     help="a Python with DyNet 2.2 ('' to run autobatch only)")
     ap.add_argument("--python", default=sys.executable, help="the Python for autobatch")
     ap.add_argument("--only", nargs="*", help="configurations (names or patterns)")
-    ap.add_argument("--trials", type=int, default=3)
-    ap.add_argument("--tree-trials", type=int, help="trials of the tree scripts, which "
-                    "train one epoch whatever the TIMEOUT (default: --trials)")
+    ap.add_argument("--trials", type=int, default=2)
+    ap.add_argument("--tree-trials", type=int, default=1, help="trials of the tree scripts, "
+                    "which train one epoch whatever the TIMEOUT")
     ap.add_argument("--timeout", type=int, default=6, help="the scripts' TIMEOUT, seconds")
     ap.add_argument("--quick", action="store_true", help="1 trial, TIMEOUT 3")
     ap.add_argument("--limit", type=int, default=900, help="seconds before a run is killed")
@@ -357,8 +361,6 @@ def main(argv=None):
         ap.error("--sources is required")
     if a.quick:
         a.trials, a.tree_trials, a.timeout = 1, 1, 3
-    if a.tree_trials is None:
-        a.tree_trials = a.trials
     configs = selected(a.only)
     scratch = a.work or tempfile.mkdtemp(prefix="dynet-benchmark-")
     work = os.path.join(scratch, "dynet-benchmark")
