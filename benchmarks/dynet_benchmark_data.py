@@ -141,7 +141,8 @@ def git_dir(path):
     """The git directory at or inside `path` (a mirror's repo/.git, a clone), or None."""
     for cand in (path, os.path.join(path, ".git"), os.path.join(path, "repo", ".git"),
                  os.path.join(path, "repo")):
-        if os.path.isfile(os.path.join(cand, "HEAD")) and os.path.isdir(os.path.join(cand, "objects")):
+        if (os.path.isfile(os.path.join(cand, "HEAD"))
+                and os.path.isdir(os.path.join(cand, "objects"))):
             return cand
     return None
 

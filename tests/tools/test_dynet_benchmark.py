@@ -151,7 +151,8 @@ def test_prepare_changes_only_the_import_line(tmp_path, bench):
 
 
 def test_strip_flags_and_parse(bench):
-    argv = ["s.py", "--dynet-mem", "4096", "--dynet-autobatch", "1", "16", "--dynet-autobatch=2", "6"]
+    argv = ["s.py", "--dynet-mem", "4096", "--dynet-autobatch", "1", "16",
+            "--dynet-autobatch=2", "6"]
     assert bench.strip_flags(argv) == ["s.py", "--dynet-mem", "4096", "16", "6"]
     out = ("startup time: 1.2\nacc=0.2000, time=10.0000, sent_per_sec=850.1234\n"
            "acc=0.2500, time=20.0000, sent_per_sec=900.5000\n")
@@ -167,7 +168,8 @@ def test_ratio_is_over_the_faster_dynet_and_the_table_shows_it(bench):
     assert bench.ratio({"DyNet": 1000.0, "DyNet autobatch": None, "autobatch": 1500.0}) == 1.5
     assert bench.ratio({"DyNet": None, "DyNet autobatch": None, "autobatch": 1.0}) is None
     t = bench.table({"treenn": row}, {"treenn": "sent/s"}).splitlines()
-    assert t[0] == "| configuration | DyNet | DyNet autobatch | autobatch | autobatch / best DyNet |"
+    assert t[0] == ("| configuration | DyNet | DyNet autobatch | autobatch "
+                    "| autobatch / best DyNet |")
     assert t[2] == "| treenn (sent/s) | 1000 | 1250 | 2500 | 2.00 |"
     assert bench.selected(["rnnlm-batch mb1*"]) == ["rnnlm-batch mb1", "rnnlm-batch mb16",
                                                     "rnnlm-batch mb16 sparse"]
@@ -193,7 +195,8 @@ for i in range(5):
     loss.value()
     loss.backward()
     t.update()
-print("strategy=%s mem=%d shuffled=%d" % (dy.default_strategy(), a.dynet_mem, random.random() * 1e6))
+print("strategy=%s mem=%d shuffled=%d"
+      % (dy.default_strategy(), a.dynet_mem, random.random() * 1e6))
 print("nll=1.0, time=1.0, word_per_sec=%.4f" % (1000.0 + a.SIZE))
 """
 
