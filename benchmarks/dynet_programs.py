@@ -46,7 +46,8 @@ import xml.etree.ElementTree as ET
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from dynet_program_data import prepare, write_data  # noqa: E402 (after the path)
+from dynet_benchmark_data import extract  # noqa: E402 (after the path)
+from dynet_program_data import prepare, write_data  # noqa: E402
 from dynet_program_list import PROGRAMS as REPO_PROGRAMS, SOURCES  # noqa: E402
 
 # label: (file, arguments, data sets it reads, seconds allowed per run)
@@ -321,25 +322,8 @@ def bring(mirrors, dest):
         if not gits:
             print("%s: no git directory under %s" % (repo, mirrors))
             continue
-        git = ["git", "--git-dir=" + gits[0]]
-        tree = subprocess.run(git + ["ls-tree", "-r", "-z", commit], capture_output=True,
-                              check=True).stdout.decode().split("\0")
-        out, missing = os.path.join(dest, local), []
-        for entry in filter(None, tree):
-            meta, path = entry.split("\t", 1)
-            mode, kind, sha = meta.split()
-            if kind != "blob" or mode == "120000":
-                continue
-            blob = subprocess.run(git + ["cat-file", "blob", sha], capture_output=True)
-            if blob.returncode:
-                missing.append(path)
-                continue
-            target = os.path.join(out, path)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as f:
-                f.write(blob.stdout)
-            if mode == "100755":
-                os.chmod(target, 0o755)
+        out = os.path.join(dest, local)
+        missing = extract(gits[0], out, commit)
         print("%s @ %s -> %s (%d files the snapshot lacks: %s)" % (
             repo, commit[:10], out, len(missing), ", ".join(missing)))
 
