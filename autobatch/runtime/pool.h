@@ -4,8 +4,13 @@
  * Chunks are claimed one at a time through one 64-bit ticket (job number << 32 | next
  * chunk), so a worker that wakes late, or is descheduled on a busy machine, claims
  * nothing of a job that has moved on: the caller then runs the chunks itself and waits
- * only for a chunk a worker has already started. A worker spins for a while after a
- * job (the next product of a step follows within microseconds), then sleeps.
+ * only for a chunk a worker has already started. After a job a worker polls for the
+ * next one (a step's next product follows within microseconds; waking a sleeping
+ * thread costs ~100-200 us): AB_PAUSE_NS with the `pause` instruction, then up to
+ * AB_SPIN_NS calling sched_yield() between looks, so that on a machine whose cores are
+ * busy with other work the waiting worker hands its core to whatever else is ready
+ * to run there (the calling thread among them); then it sleeps. The caller waiting for
+ * a started chunk yields in the same way after AB_PAUSE_NS.
  *
  * One job at a time: a second thread's ab_pool_run (two threads each computing their
  * own graph), or one from inside a chunk, runs its chunks inline. After fork() the
@@ -13,11 +18,13 @@
 #ifndef AUTOBATCH_POOL_H
 #define AUTOBATCH_POOL_H
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <time.h>
 
 #define AB_MAX_THREADS 64
-#define AB_SPIN_NS 200000          /* a worker spins this long after a job, then sleeps */
+#define AB_PAUSE_NS 20000          /* a waiting thread spins with `pause` this long, */
+#define AB_SPIN_NS 200000          /* then yields between looks up to this, then sleeps */
 
 typedef void (*ab_chunk_fn)(void *ctx, int chunk);
 
@@ -71,26 +78,47 @@ static void ab_pool_work(uint32_t job) {
     }
 }
 
+/* One look of a waiting thread that has waited since `start` (ns): `pause` at first,
+ * then sched_yield(); 0 once it has waited AB_SPIN_NS (time to sleep). The clock is
+ * read every 64 looks only (~25 ns a read). */
+static inline int ab_wait_a_little(double start, int *looks) {
+    if (++*looks % 64 == 0) {
+        double waited = ab_now_ns() - start;
+        if (waited > AB_SPIN_NS)
+            return 0;
+        if (waited > AB_PAUSE_NS)
+            *looks = -(1 << 30);            /* from now on, yield at every look */
+    }
+    if (*looks < 0)
+        sched_yield();
+    else
+        ab_relax();
+    return 1;
+}
+
+static inline uint32_t ab_current_job(void) {
+    return (uint32_t)(__atomic_load_n(&ab_pool.ticket, __ATOMIC_ACQUIRE) >> 32);
+}
+
 static void *ab_pool_worker(void *unused) {
     (void)unused;
-    uint32_t seen = (uint32_t)(__atomic_load_n(&ab_pool.ticket, __ATOMIC_ACQUIRE) >> 32);
+    uint32_t seen = ab_current_job();
     for (;;) {
-        double until = ab_now_ns() + AB_SPIN_NS;
-        int spins = 0;
+        double start = ab_now_ns();
+        int looks = 0;
         uint32_t job;
-        while ((job = (uint32_t)(__atomic_load_n(&ab_pool.ticket, __ATOMIC_ACQUIRE) >> 32)) == seen) {
+        while ((job = ab_current_job()) == seen) {
             if (__atomic_load_n(&ab_pool.stop, __ATOMIC_ACQUIRE))
                 return NULL;
-            ab_relax();
-            if (++spins % 64 == 0 && ab_now_ns() > until) {
+            if (!ab_wait_a_little(start, &looks)) {
                 pthread_mutex_lock(&ab_pool.mu);
                 ab_pool.sleepers++;
-                while ((uint32_t)(__atomic_load_n(&ab_pool.ticket, __ATOMIC_ACQUIRE) >> 32) == seen
-                       && !__atomic_load_n(&ab_pool.stop, __ATOMIC_ACQUIRE))
+                while (ab_current_job() == seen && !__atomic_load_n(&ab_pool.stop, __ATOMIC_ACQUIRE))
                     pthread_cond_wait(&ab_pool.wake, &ab_pool.mu);
                 ab_pool.sleepers--;
                 pthread_mutex_unlock(&ab_pool.mu);
-                until = ab_now_ns() + AB_SPIN_NS;
+                start = ab_now_ns();
+                looks = 0;
             }
         }
         seen = job;
@@ -169,8 +197,14 @@ static void ab_pool_run(ab_chunk_fn fn, void *ctx, int chunks) {
         pthread_cond_broadcast(&ab_pool.wake);
     pthread_mutex_unlock(&ab_pool.mu);
     ab_pool_work(job);
-    while (__atomic_load_n(&ab_pool.done, __ATOMIC_ACQUIRE) < chunks)
-        ab_relax();                 /* a worker finishes the chunk it has started */
+    double start = 0;
+    int looks = 0;
+    while (__atomic_load_n(&ab_pool.done, __ATOMIC_ACQUIRE) < chunks) {
+        if (start == 0)             /* a worker finishes the chunk it has started */
+            start = ab_now_ns();
+        if (!ab_wait_a_little(start, &looks))
+            looks = -(1 << 30);     /* no sleeping here: keep yielding */
+    }
     pthread_mutex_unlock(&ab_pool.busy);
 }
 #endif

@@ -1,7 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The engine's threads: one pool (``runtime/pool.h``) shared by every graph of the
 process, and the thresholds above which a kernel's work is split over it (the split
-products are in kernels/gemm.pyx)."""
+products are in kernels/gemm.pyx). How many threads by default: thread_policy.py."""
+import logging
+import os
+
+from autobatch.runtime import thread_policy
 
 cdef extern from "pool.h" nogil:
     ctypedef void (*ab_chunk_fn)(void* ctx, int chunk) noexcept nogil
@@ -44,49 +48,86 @@ def set_split_thresholds(double gemm_work, long elements):
     return old
 
 
-def set_num_threads(n):
-    """Use ``n`` threads (an int >= 1) in the engine's kernels: large matrix products are
-    split over them (each part one single-threaded BLAS call). The default is 1, or
-    ``AUTOBATCH_NUM_THREADS`` from the environment; ``n`` above the machine's cores
-    only adds waiting. Returns nothing; ValueError for n < 1 or above 64.
+# how the thread count was chosen (the policy's sentence, the variable, or the call),
+# and the process that chose it: a forked child has no workers (pool.h)
+cdef object REASON = "1 (before configure_from_environment)"
+cdef object REASON_PID = None
 
-    The threads are shared by every graph of the process; while one thread's graph
-    uses them, another thread's products run on that thread alone. Independent of
-    ``set_blas_threads`` (BLAS's own threads): use one or the other.
 
-    Example::
-
-        >>> dy.set_num_threads(2)        # both cores of a two-core machine
-        >>> dy.get_num_threads()
-        2
-    """
-    cdef int want = int(n), err
+cdef _resize(int want, str why):
+    global REASON, REASON_PID
+    cdef int err
     if want < 1 or want > AB_MAX_THREADS:
         raise ValueError(f"threads must be between 1 and {AB_MAX_THREADS}, got {want}")
     with nogil:
         err = ab_pool_resize(want)
+    REASON, REASON_PID = why, os.getpid()
     if err:
+        REASON = f"{why}; only {ab_pool_threads()} could be started"
         raise OSError(err, f"could not start thread {ab_pool_threads() + 1} of {want}")
 
 
+def set_num_threads(n):
+    """Use ``n`` threads (an int from 1 to 64, or ``"auto"``) in the engine's kernels:
+    large matrix products and large batches of elementwise work are split over them.
+    ``"auto"`` is the default policy: the cores this process may run on
+    (``os.sched_getaffinity``), shared among the MPI ranks of the node; the count at
+    import is that, or ``AUTOBATCH_NUM_THREADS`` from the environment. ``1`` runs every
+    kernel on the calling thread (no worker). ``n`` above the free cores only adds
+    waiting. Returns nothing; ValueError for a count out of range.
+
+    The threads are shared by every graph of the process; while one thread's graph
+    uses them, another thread's products run on that thread alone. Independent of
+    ``set_blas_threads`` (BLAS's own threads): use one or the other. With more than
+    one thread a split product may differ from the one-thread product in the last
+    bits (docs/threads.md).
+
+    Example::
+
+        >>> dy.set_num_threads(1)        # one thread: the numbers of any machine
+        >>> dy.get_num_threads()
+        1
+        >>> dy.set_num_threads("auto")   # back to the default
+    """
+    if isinstance(n, str) and n == "auto":
+        want, why = thread_policy.default_threads()
+    else:
+        want = int(n)
+        why = f"set_num_threads({want})"
+    _resize(want, why)
+
+
 def configure_from_environment():
-    """Threads from ``AUTOBATCH_NUM_THREADS`` (default 1), at import."""
-    import os
-    value = os.environ.get("AUTOBATCH_NUM_THREADS", "1")
+    """Threads from ``AUTOBATCH_NUM_THREADS`` (a count, or ``auto``), else the default
+    policy (set_num_threads("auto")), at import. A default the system refuses to start
+    in full keeps the workers it could start (a warning is logged)."""
+    want, why = thread_policy.from_environment()
+    if want == ab_pool_threads() and REASON_PID is not None:
+        return
     try:
-        n = int(value)
-    except ValueError:
-        raise ValueError(f"AUTOBATCH_NUM_THREADS must be a positive integer, got {value!r}") from None
-    if n != ab_pool_threads():
-        set_num_threads(n)
+        _resize(want, why)
+    except OSError as e:
+        if why.startswith(thread_policy.ENV_VAR):
+            raise
+        logging.getLogger("autobatch.runtime.threads").warning("engine threads: %s", e)
+
+
+def threads_reason():
+    """How the engine's thread count was chosen: the default policy's sentence (the
+    cores it counted), ``AUTOBATCH_NUM_THREADS=n`` or ``set_num_threads(n)``; shown
+    by ``python -m autobatch``."""
+    if REASON_PID is not None and REASON_PID != os.getpid() and ab_pool_threads() == 1:
+        return "a forked child: the pool's workers stayed in the parent process"
+    return REASON
 
 
 def get_num_threads():
-    """The number of threads the engine's kernels use (``set_num_threads``).
+    """The number of threads the engine's kernels use (``set_num_threads``; by
+    default the cores this process may run on).
 
     Example::
 
         >>> dy.get_num_threads()
-        1
+        2
     """
     return ab_pool_threads()
