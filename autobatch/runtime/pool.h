@@ -12,6 +12,14 @@
  * to run there (the calling thread among them); then it sleeps. The caller waiting for
  * a started chunk yields in the same way after AB_PAUSE_NS.
  *
+ * Backing off: when the workers do not come (the caller ran every chunk while they
+ * were meant to be polling) or came so late that the caller waited longer for their
+ * chunk than it took for its own, their cores are busy with other work; the next
+ * jobs (1, 2, 4, ... up to AB_BACKOFF_MAX in a row, halved again after a job that
+ * paid) run on the calling thread alone, so that a loaded machine gets about the
+ * speed of one thread. A job run alone computes the same chunks, so the numbers do
+ * not change.
+ *
  * One job at a time: a second thread's ab_pool_run (two threads each computing their
  * own graph), or one from inside a chunk, runs its chunks inline. After fork() the
  * child has no workers (pthread_atfork), so it runs everything inline. */
@@ -25,10 +33,15 @@
 #define AB_MAX_THREADS 64
 #define AB_PAUSE_NS 20000          /* a waiting thread spins with `pause` this long, */
 #define AB_SPIN_NS 200000          /* then yields between looks up to this, then sleeps */
+#define AB_BACKOFF_MAX 1024        /* the most jobs in a row run alone after a lost one */
+
+/* what ab_pool_run did (ab_pool.stat[]): every counter is the caller's, under busy */
+enum { AB_STAT_JOBS, AB_STAT_SHARED, AB_STAT_BUSY, AB_STAT_BACKED_OFF, AB_STAT_MISSED,
+       AB_STAT_LATE, AB_N_STATS };
 
 typedef void (*ab_chunk_fn)(void *ctx, int chunk);
 
-static struct {
+static struct ab_pool_state {
     pthread_t tid[AB_MAX_THREADS];
     int workers;                   /* threads besides the caller */
     ab_chunk_fn fn;                /* the current job: valid while its chunks run */
@@ -41,8 +54,12 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t wake;
     pthread_mutex_t busy;          /* held by the thread whose job runs */
+    int skip;                      /* jobs still to run alone (backing off; under busy) */
+    int backoff;                   /* how many the next lost job makes skip (under busy) */
+    uint64_t stat[AB_N_STATS];     /* under busy; AB_STAT_JOBS and AB_STAT_BUSY atomic */
+    double waited_ns;              /* the callers' waits for started chunks (under busy) */
 } ab_pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
-             .busy = PTHREAD_MUTEX_INITIALIZER};
+             .busy = PTHREAD_MUTEX_INITIALIZER, .backoff = 1};
 
 static inline void ab_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -56,22 +73,25 @@ static inline double ab_now_ns(void) {
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/* Claim and run chunks of job `job` until none is left or the job has changed. */
-static void ab_pool_work(uint32_t job) {
+/* Claim and run chunks of job `job` until none is left or the job has changed;
+ * returns how many this thread ran. */
+static int ab_pool_work(uint32_t job) {
     uint64_t t = __atomic_load_n(&ab_pool.ticket, __ATOMIC_ACQUIRE);
+    int ran = 0;
     for (;;) {
         if ((uint32_t)(t >> 32) != job)
-            return;
+            return ran;
         /* read after the ticket (acquire): the job these chunks belong to */
         ab_chunk_fn fn = ab_pool.fn;
         void *ctx = ab_pool.ctx;
         int chunks = ab_pool.chunks;
         uint32_t next = (uint32_t)t;
         if ((int)next >= chunks)
-            return;
+            return ran;
         if (__atomic_compare_exchange_n(&ab_pool.ticket, &t, t + 1, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
             fn(ctx, (int)next);
+            ran++;
             __atomic_fetch_add(&ab_pool.done, 1, __ATOMIC_RELEASE);
             t = __atomic_load_n(&ab_pool.ticket, __ATOMIC_ACQUIRE);
         }   /* else t holds the ticket's current value: look again */
@@ -160,6 +180,8 @@ static int ab_pool_resize(int n) {
         n = AB_MAX_THREADS;
     pthread_mutex_lock(&ab_pool.busy);        /* no job runs while the pool changes */
     ab_pool_stop_workers();
+    ab_pool.skip = 0;
+    ab_pool.backoff = 1;
     int err = 0;
     for (int i = 0; i < n - 1; i++) {
         err = pthread_create(&ab_pool.tid[i], NULL, ab_pool_worker, NULL);
@@ -175,13 +197,45 @@ static inline int ab_pool_threads(void) {
     return ab_pool.workers + 1;
 }
 
+/* After a shared job: back off when it lost (see the top of this file). `mine`: the
+ * chunks the caller ran, in `own_ns`; `wait_ns`: its wait for the workers' chunks;
+ * `slept`: a worker was asleep when the job began (waking takes a while: no verdict). */
+static void ab_pool_judge(int mine, int chunks, double own_ns, double wait_ns, int slept) {
+    int missed = mine == chunks && !slept;
+    int late = mine > 0 && mine < chunks && wait_ns > own_ns;
+    ab_pool.stat[AB_STAT_SHARED] += mine < chunks;
+    ab_pool.stat[AB_STAT_MISSED] += missed;
+    ab_pool.stat[AB_STAT_LATE] += late;
+    ab_pool.waited_ns += wait_ns;
+    if (missed || late) {
+        ab_pool.skip = ab_pool.backoff;
+        if (ab_pool.backoff < AB_BACKOFF_MAX)
+            ab_pool.backoff *= 2;
+    } else if (mine < chunks && ab_pool.backoff > 1) {
+        ab_pool.backoff /= 2;
+    }
+}
+
 /* fn(ctx, c) for c in 0..chunks-1, on this thread and the workers; returns when all
  * have run. Runs them inline when the pool is busy (another thread's job, or a call
- * from inside a chunk) or has no workers. */
+ * from inside a chunk), has no workers, or is backing off. */
 static void ab_pool_run(ab_chunk_fn fn, void *ctx, int chunks) {
     if (chunks <= 0)
         return;
-    if (chunks == 1 || ab_pool.workers == 0 || pthread_mutex_trylock(&ab_pool.busy) != 0) {
+    int alone = chunks == 1 || ab_pool.workers == 0;
+    if (!alone) {
+        __atomic_fetch_add(&ab_pool.stat[AB_STAT_JOBS], 1, __ATOMIC_RELAXED);
+        if (pthread_mutex_trylock(&ab_pool.busy) != 0) {
+            __atomic_fetch_add(&ab_pool.stat[AB_STAT_BUSY], 1, __ATOMIC_RELAXED);
+            alone = 1;
+        } else if (ab_pool.skip > 0) {
+            ab_pool.skip--;
+            ab_pool.stat[AB_STAT_BACKED_OFF]++;
+            pthread_mutex_unlock(&ab_pool.busy);
+            alone = 1;
+        }
+    }
+    if (alone) {
         for (int c = 0; c < chunks; c++)
             fn(ctx, c);
         return;
@@ -193,18 +247,22 @@ static void ab_pool_run(ab_chunk_fn fn, void *ctx, int chunks) {
     __atomic_store_n(&ab_pool.done, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&ab_pool.ticket, (uint64_t)job << 32, __ATOMIC_RELEASE);
     pthread_mutex_lock(&ab_pool.mu);
-    if (ab_pool.sleepers)
+    int slept = ab_pool.sleepers;
+    if (slept)
         pthread_cond_broadcast(&ab_pool.wake);
     pthread_mutex_unlock(&ab_pool.mu);
-    ab_pool_work(job);
-    double start = 0;
+    double start = ab_now_ns();
+    int mine = ab_pool_work(job);
+    double own_end = ab_now_ns(), wait_end = own_end;
     int looks = 0;
     while (__atomic_load_n(&ab_pool.done, __ATOMIC_ACQUIRE) < chunks) {
-        if (start == 0)             /* a worker finishes the chunk it has started */
-            start = ab_now_ns();
-        if (!ab_wait_a_little(start, &looks))
+        if (!ab_wait_a_little(own_end, &looks))     /* a worker finishes its chunk */
             looks = -(1 << 30);     /* no sleeping here: keep yielding */
+        wait_end = 0;
     }
+    if (wait_end == 0)
+        wait_end = ab_now_ns();
+    ab_pool_judge(mine, chunks, own_end - start, wait_end - own_end, slept);
     pthread_mutex_unlock(&ab_pool.busy);
 }
 #endif

@@ -7,12 +7,28 @@ import os
 
 from autobatch.runtime import thread_policy
 
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    int pthread_mutex_lock(pthread_mutex_t*)
+    int pthread_mutex_unlock(pthread_mutex_t*)
+
+
 cdef extern from "pool.h" nogil:
     ctypedef void (*ab_chunk_fn)(void* ctx, int chunk) noexcept nogil
     void ab_pool_run(ab_chunk_fn fn, void* ctx, int chunks)
     int ab_pool_resize(int n)
     int ab_pool_threads()
     int AB_MAX_THREADS
+    enum:
+        AB_N_STATS
+    struct ab_pool_state:
+        unsigned long long stat[AB_N_STATS]
+        double waited_ns
+        int skip, backoff
+    ab_pool_state ab_pool
+    pthread_mutex_t* ab_busy "(&ab_pool.busy)"
+
 
 # products below this many multiply-adds run on one thread: half of one is then
 # ~10 us of sgemm, against ~1 us of handing it to a spinning worker
@@ -119,6 +135,29 @@ def threads_reason():
     if REASON_PID is not None and REASON_PID != os.getpid() and ab_pool_threads() == 1:
         return "a forked child: the pool's workers stayed in the parent process"
     return REASON
+
+
+# the names of pool.h's counters, in the order of its AB_STAT_ enum
+STAT_NAMES = ("jobs", "shared", "busy", "backed_off", "missed", "late")
+
+
+def pool_statistics(reset=False):
+    """What the pool did since it started (or since the last reset): ``jobs`` (work
+    that could be split), ``shared`` (run with a worker), ``busy`` (run alone: another
+    thread's job had the pool), ``backed_off`` (run alone after a job the workers lost),
+    ``missed`` (the workers did not come), ``late`` (the caller waited longer for a
+    worker's chunk than it took for its own), ``waited_s`` (the callers' waits for
+    started chunks). For measurements and tests (docs/threads.md, busy machines)."""
+    with nogil:
+        pthread_mutex_lock(ab_busy)
+    out = {name: int(ab_pool.stat[k]) for k, name in enumerate(STAT_NAMES)}
+    out["waited_s"] = ab_pool.waited_ns * 1e-9
+    if reset:
+        for k in range(AB_N_STATS):
+            ab_pool.stat[k] = 0
+        ab_pool.waited_ns = 0
+    pthread_mutex_unlock(ab_busy)
+    return out
 
 
 def get_num_threads():

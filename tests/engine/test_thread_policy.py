@@ -172,3 +172,59 @@ def test_idle_workers_sleep_instead_of_spinning(restore_threads):
     time.sleep(0.5)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     assert cpu < 0.1 * wall, f"{cpu:.3f} s of CPU in {wall:.3f} s idle"
+
+
+BACKOFF_CHILD = """
+import os, numpy as np, autobatch as dy
+from autobatch.kernels.gemm import gemm_for_tests
+from autobatch.runtime.threads import pool_statistics, set_split_thresholds
+rng = np.random.default_rng(0)
+A = np.asfortranarray(rng.standard_normal((256, 256), dtype=np.float32))
+def products():
+    C = np.zeros((256, 256), np.float32, order="F")
+    for _ in range(300):
+        gemm_for_tests("N", "N", 1.0, A, A, 0.0, C)
+    return C
+set_split_thresholds(0, 0)
+dy.set_num_threads(2)
+free = products()
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+dy.set_num_threads(2)            # the worker starts on the caller's one core
+pool_statistics(reset=True)
+busy = products()
+s = pool_statistics()
+assert np.array_equal(busy, free), "backing off changed the numbers"
+print(s["jobs"], s["backed_off"], s["missed"] + s["late"])
+"""
+
+
+@linux_only
+def test_a_worker_without_a_core_of_its_own_makes_the_caller_back_off(tmp_path):
+    """Two threads on one core (the worker's core is busy, here with the caller): most
+    products find the worker absent and run on the caller alone, with the numbers of
+    the split (the same blocks)."""
+    jobs, backed_off, lost = map(int, run_python(BACKOFF_CHILD, tmp_path).split())
+    assert jobs == 300
+    assert lost > 0 and backed_off > jobs // 2, (jobs, backed_off, lost)
+
+
+def test_pool_statistics_count_the_jobs(restore_threads):
+    from autobatch.runtime.threads import pool_statistics
+    dy.set_num_threads(2)
+    old = set_split_thresholds(0, 0)
+    try:
+        pool_statistics(reset=True)
+        A = np.ones((64, 64), np.float32, order="F")
+        C = np.zeros((64, 64), np.float32, order="F")
+        for _ in range(10):
+            gemm_for_tests("N", "N", 1.0, A, A, 0.0, C)
+        s = pool_statistics(reset=True)
+    finally:
+        set_split_thresholds(*old)
+    assert s["jobs"] == 10
+    # a job runs alone (busy, backed off) or is offered to the workers, who take a
+    # part (shared), are late for theirs, or miss it
+    assert s["busy"] + s["backed_off"] + s["shared"] <= 10
+    assert s["late"] <= s["shared"] and s["missed"] + s["shared"] <= 10
+    assert pool_statistics()["jobs"] == 0
+    np.testing.assert_array_equal(C, np.full((64, 64), 64, np.float32))
