@@ -139,7 +139,14 @@ def test_the_report_says_how_the_count_was_chosen(restore_threads):
 
 
 def _child_reason(queue):
-    queue.put((dy.get_num_threads(), threads_reason()))
+    before = (dy.get_num_threads(), threads_reason())
+    dy.set_num_threads(2)           # a child may start workers of its own
+    old = set_split_thresholds(0, 0)
+    A = np.asfortranarray(np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 7)
+    C = np.zeros((64, 64), np.float32, order="F")
+    gemm_for_tests("N", "N", 1.0, A, A, 0.0, C)
+    set_split_thresholds(*old)
+    queue.put((before, dy.get_num_threads(), bool(np.array_equal(C, A @ A))))
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="fork")
@@ -150,7 +157,9 @@ def test_a_forked_child_reports_that_it_has_no_workers(restore_threads):
     p = ctx.Process(target=_child_reason, args=(queue,))
     p.start()
     p.join(60)
-    assert queue.get(timeout=5) == (1, "a forked child: the pool's workers stayed in the parent process")
+    before, after, right = queue.get(timeout=30)
+    assert before == (1, "a forked child: the pool's workers stayed in the parent process")
+    assert after == 2 and right
 
 
 # -- waiting workers
