@@ -27,6 +27,7 @@
 #define AUTOBATCH_POOL_H
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -183,12 +184,19 @@ static int ab_pool_resize(int n) {
     ab_pool.skip = 0;
     ab_pool.backoff = 1;
     int err = 0;
+    /* the workers start with every signal blocked (they inherit this thread's mask), so
+     * that a signal for the process (Ctrl-C, a timer) goes to a thread that runs
+     * Python's handlers and interrupts the main thread's blocking calls */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     for (int i = 0; i < n - 1; i++) {
         err = pthread_create(&ab_pool.tid[i], NULL, ab_pool_worker, NULL);
         if (err)
             break;
         ab_pool.workers++;
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_mutex_unlock(&ab_pool.busy);
     return err;
 }

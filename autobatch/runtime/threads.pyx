@@ -68,16 +68,17 @@ def set_split_thresholds(double gemm_work, long elements):
 # and the process that chose it: a forked child has no workers (pool.h)
 cdef object REASON = "1 (before configure_from_environment)"
 cdef object REASON_PID = None
+cdef int REASON_THREADS = 1
 
 
 cdef _resize(int want, str why):
-    global REASON, REASON_PID
+    global REASON, REASON_PID, REASON_THREADS
     cdef int err
     if want < 1 or want > AB_MAX_THREADS:
         raise ValueError(f"threads must be between 1 and {AB_MAX_THREADS}, got {want}")
     with nogil:
         err = ab_pool_resize(want)
-    REASON, REASON_PID = why, os.getpid()
+    REASON, REASON_PID, REASON_THREADS = why, os.getpid(), ab_pool_threads()
     if err:
         REASON = f"{why}; only {ab_pool_threads()} could be started"
         raise OSError(err, f"could not start thread {ab_pool_threads() + 1} of {want}")
@@ -132,7 +133,7 @@ def threads_reason():
     """How the engine's thread count was chosen: the default policy's sentence (the
     cores it counted), ``AUTOBATCH_NUM_THREADS=n`` or ``set_num_threads(n)``; shown
     by ``python -m autobatch``."""
-    if REASON_PID is not None and REASON_PID != os.getpid() and ab_pool_threads() == 1:
+    if REASON_THREADS > 1 and REASON_PID != os.getpid() and ab_pool_threads() == 1:
         return "a forked child: the pool's workers stayed in the parent process"
     return REASON
 

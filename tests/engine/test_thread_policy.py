@@ -162,6 +162,58 @@ def test_a_forked_child_reports_that_it_has_no_workers(restore_threads):
     assert after == 2 and right
 
 
+def _child_reason_only(queue):
+    queue.put((dy.get_num_threads(), threads_reason()))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork")
+def test_a_child_forked_from_one_thread_keeps_the_reason(restore_threads):
+    dy.set_num_threads(1)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    p = ctx.Process(target=_child_reason_only, args=(queue,))
+    p.start()
+    p.join(60)
+    assert queue.get(timeout=30) == (1, "set_num_threads(1)")
+
+
+def blocked_signals(tid):
+    with open(f"/proc/self/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("SigBlk:"):
+                return int(line.split()[1], 16)
+    raise AssertionError("no SigBlk line")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="/proc")
+def test_workers_leave_the_processs_signals_to_the_main_thread(restore_threads, alarm):
+    """A signal for the process (Ctrl-C, a timer) must reach a thread that runs Python's
+    handlers, so that it interrupts the main thread's blocking calls: the workers block
+    every signal."""
+    import signal
+    dy.set_num_threads(1)
+    alone = set(os.listdir("/proc/self/task"))
+    dy.set_num_threads(3)
+    workers = set(os.listdir("/proc/self/task")) - alone
+    assert len(workers) == 2
+    for tid in workers:
+        mask = blocked_signals(tid)
+        for sig in (signal.SIGINT, signal.SIGALRM, signal.SIGTERM, signal.SIGUSR1):
+            assert mask & (1 << (sig - 1)), (tid, sig, hex(mask))
+    assert not blocked_signals(threading_native_id()) & (1 << (signal.SIGINT - 1))
+    for _ in range(5):              # the timer's KeyboardInterrupt ends the sleep at once
+        t0 = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            alarm(0.01)
+            time.sleep(10)
+        assert time.perf_counter() - t0 < 5
+
+
+def threading_native_id():
+    import threading
+    return threading.get_native_id()
+
+
 # -- waiting workers
 
 def test_idle_workers_sleep_instead_of_spinning(restore_threads):
