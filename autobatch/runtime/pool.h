@@ -180,9 +180,7 @@ static int ab_pool_resize(int n) {
     if (n > AB_MAX_THREADS)
         n = AB_MAX_THREADS;
     pthread_mutex_lock(&ab_pool.busy);        /* no job runs while the pool changes */
-    ab_pool_stop_workers();
-    ab_pool.skip = 0;
-    ab_pool.backoff = 1;
+    ab_pool_stop_workers();         /* (the back-off state stays: the machine's load does) */
     int err = 0;
     /* the workers start with every signal blocked (they inherit this thread's mask), so
      * that a signal for the process (Ctrl-C, a timer) goes to a thread that runs
