@@ -11,7 +11,7 @@ from autobatch.kernels.elementwise import simd_level
 from autobatch.kernels.packed import packed_isa, packed_limits
 from autobatch.model.update_rules import simd_level as update_simd_level
 from autobatch.runtime.blas import blas_info
-from autobatch.runtime.threads import get_num_threads
+from autobatch.runtime.threads import get_num_threads, threads_reason
 from autobatch.version import __version__
 
 # optional packages: (import name, distribution name, what it brings)
@@ -37,7 +37,9 @@ def config_info():
     update rules: avx512f, avx2 or default), ``packed_gemm`` (the products' packed-weight
     kernel: avx512, avx2 or off), ``packed_unlimited`` (True when it takes products
     of every size: the AVX-512 kernel beside a BLAS kernel without AVX-512),
-    ``threads`` (the engine's, see ``autobatch.set_num_threads``), ``default_strategy``, ``strategies`` and
+    ``threads`` (the engine's, see ``autobatch.set_num_threads``), ``threads_reason`` (how
+    that count was chosen: the default policy and the cores it counted, the environment
+    variable or the call), ``default_strategy``, ``strategies`` and
     ``extras`` (name -> installed version, or None when absent). Nothing optional is
     imported: an extra is looked up, not loaded."""
     import numpy
@@ -59,6 +61,7 @@ def config_info():
         "packed_gemm": packed_isa(),
         "packed_unlimited": packed_limits()[1] is None,
         "threads": get_num_threads(),
+        "threads_reason": threads_reason(),
         "default_strategy": default_strategy(),
         "strategies": list(available_strategies()),
         "extras": extras,
@@ -83,7 +86,8 @@ def format_config(info=None):
         f"  packed gemm:      {info['packed_gemm']}"
         f"{', every size (the BLAS kernel has no AVX-512)' if info.get('packed_unlimited') else ''}"
         "  (AUTOBATCH_PACKED_GEMM)",
-        f"  engine threads:   {info['threads']}  (AUTOBATCH_NUM_THREADS or autobatch.set_num_threads)",
+        f"  engine threads:   {info['threads']}  ({info.get('threads_reason', 'unknown')}; "
+        "AUTOBATCH_NUM_THREADS or autobatch.set_num_threads)",
         f"  default strategy: {info['default_strategy']}"
         f"  (registered: {', '.join(info['strategies'])})",
         "  optional packages:",

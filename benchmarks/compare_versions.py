@@ -44,7 +44,7 @@ import time
 
 TASKS = ("tagger", "tagger-char", "treelstm", "parser", "lm")
 MICRO_SIZES = (16, 256)
-THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "AUTOBATCH_NUM_THREADS")
 
 PROBE = r"""
 import json, sys, platform

@@ -9,6 +9,7 @@ the `totals:` line of OUT.
 Two warm-up steps run uninstrumented; instrumentation is switched on (callgrind_control
 -i on) for the third step only. Task 'micro': the micro-benchmark's step."""
 import os, subprocess, sys
+os.environ.setdefault("AUTOBATCH_NUM_THREADS", "1")    # one thread: counts that repeat
 import autobatch as dy
 task, variant, hidden, fusion = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 if fusion != "-":

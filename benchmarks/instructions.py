@@ -36,6 +36,7 @@ GROUPS = {
 
 def child(a):
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("AUTOBATCH_NUM_THREADS", "1")    # one thread: counts that repeat
     import autobatch as dy
     from autobatch.bench import data
     from autobatch.bench.run import AutobatchSystem
@@ -72,7 +73,7 @@ def callgrind(a, steps, workdir):
            str(a.hidden), "--seed", str(a.seed), "--steps", str(steps)] + \
         (["--profile"] if a.profile else []) + (["--forward-only"] if a.forward_only else [])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1",
+    env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1", AUTOBATCH_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     total = None

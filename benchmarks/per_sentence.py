@@ -307,27 +307,30 @@ def worker_cmd(python, library, config, a, dynet_autobatch=0, callgrind=False):
     return cmd + (["--callgrind-child"] if callgrind else [])
 
 
-def env_for(library, root=None):
-    """The worker's environment: autobatch from `root` (default: this script's tree)."""
+def env_for(library, root=None, threads="1"):
+    """The worker's environment: autobatch from `root` (default: this script's tree) on
+    `threads` engine threads (AUTOBATCH_NUM_THREADS: a count or auto)."""
     root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1", AUTOBATCH_NUM_THREADS=threads)
     if library == "autobatch":
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
     return env
 
 
 def compare(a, config):
-    systems = [("autobatch", sys.executable, 0, None)]
+    threads = a.threads.split(",")
+    systems = [("autobatch" + (f"@{t}" if len(threads) > 1 else ""), sys.executable, 0, None, t)
+               for t in threads]
     if a.baseline:
-        systems += [("baseline", sys.executable, 0, os.path.abspath(a.baseline))]
+        systems += [("baseline", sys.executable, 0, os.path.abspath(a.baseline), threads[0])]
     if a.compare:
-        systems += [("dynet", a.compare, 0, None), ("dynet-ab", a.compare, 1, None)]
+        systems += [("dynet", a.compare, 0, None, "1"), ("dynet-ab", a.compare, 1, None, "1")]
     procs = []
-    for name, python, ab, root in systems:
+    for name, python, ab, root, t in systems:
         library = "dynet" if name.startswith("dynet") else "autobatch"
         p = subprocess.Popen(worker_cmd(python, library, config, a, ab),
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                             env=env_for(library, root), cwd=tempfile.gettempdir())
+                             env=env_for(library, root, t), cwd=tempfile.gettempdir())
         json.loads(p.stdout.readline())
         procs.append((name, p))
     rows = {name: [] for name, _ in procs}
@@ -406,6 +409,9 @@ def main(argv=None):
     ap.add_argument("--compare", metavar="PYTHON", help="an interpreter with DyNet")
     ap.add_argument("--baseline", metavar="TREE", help="another autobatch tree (built) to "
                     "time side by side, as 'baseline' (e.g. the commit before a change)")
+    ap.add_argument("--threads", default="1", help="autobatch's engine threads (AUTOBATCH_NUM_THREADS): "
+                    "a count or auto (the default policy), or a comma list run side by side, "
+                    "e.g. 1,auto; callgrind runs one thread")
     ap.add_argument("--callgrind", action="store_true", help="instruction counts per phase")
     ap.add_argument("--keep", metavar="DIR", help="keep callgrind's files here (dump 1 + "
                     "s * 8 + k: phase k of step s; callgrind_annotate them)")

@@ -14,6 +14,7 @@ import glob, os, re, subprocess, sys, tempfile
 
 def child(task, variant, bs, hidden, steps):
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("AUTOBATCH_NUM_THREADS", "1")    # one thread: counts that repeat
     import autobatch as dy
     from autobatch.bench import data
     if task == "micro":

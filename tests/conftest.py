@@ -14,6 +14,10 @@ batch split over them however small (dy.set_num_threads, _threads.set_split_thre
 so that the op cases, batching and fusion tests check the split paths too:
 
     AUTOBATCH_TEST_SPLIT=2 pytest -q tests
+
+Otherwise the suite runs with the engine's default thread count (the cores this
+process may run on, or AUTOBATCH_NUM_THREADS), as users get it; the header of pytest's
+output says how many and why.
 """
 import os
 import signal
@@ -33,6 +37,11 @@ from strategy_names import BUILTIN_STRATEGIES
 if os.environ.get("AUTOBATCH_TEST_SPLIT"):
     dy.set_num_threads(int(os.environ["AUTOBATCH_TEST_SPLIT"]))
     set_split_thresholds(float(os.environ.get("AUTOBATCH_TEST_GEMM_MIN", 0)), int(os.environ.get("AUTOBATCH_TEST_ELEMS_MIN", 0)))
+
+
+def pytest_report_header(config):
+    from autobatch.runtime.threads import threads_reason
+    return f"autobatch engine threads: {dy.get_num_threads()} ({threads_reason()})"
 
 
 @pytest.fixture(params=BUILTIN_STRATEGIES)

@@ -84,7 +84,8 @@ def launch(setup, a, task):
     env = dict(os.environ)
     threads = "2" if setup == "1proc-2blas" else "1"
     env.update({"OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads,
-                "MKL_NUM_THREADS": threads, "AUTOBATCH_BLAS_THREADS": threads})
+                "MKL_NUM_THREADS": threads, "AUTOBATCH_BLAS_THREADS": threads,
+                "AUTOBATCH_NUM_THREADS": "1"})     # the engine's own threads: one in every set-up
     root = os.path.dirname(os.path.dirname(os.path.abspath(autobatch.__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "autobatch.bench.scaling", "--worker", "--task", task,

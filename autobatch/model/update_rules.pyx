@@ -16,6 +16,7 @@ import os
 
 from libc.stdint cimport uint8_t, uintptr_t
 from libc.string cimport memset
+from cpython.pyport cimport PY_SSIZE_T_MAX
 
 import numpy as np
 
@@ -47,8 +48,10 @@ cdef enum:
     LINE = 16               # floats in 64 bytes: the threads' parts start on a line
 
 # elements of a parameter from which its update is split over the engine's threads
-# (dy.set_num_threads); see set_split_min
-cdef Py_ssize_t SPLIT_MIN = 1 << 16
+# (dy.set_num_threads); by default never: an update streams its arrays once, one core
+# already saturates the memory bandwidth, and splitting Adam over 2 threads measured
+# slower from 64K to 4M elements (benchmarks/update_bandwidth.py --split); see set_split_min
+cdef Py_ssize_t SPLIT_MIN = PY_SSIZE_T_MAX
 
 # one record per rule in update_rules.h, its index its id; RULES (name -> id) is what
 # model/trainers.py names
@@ -93,8 +96,9 @@ set_simd_level(os.environ.get("AUTOBATCH_UPDATE_SIMD", "auto") or "auto")
 
 def set_split_min(Py_ssize_t n):
     """Split a dense update over the engine's threads from `n` elements of a parameter
-    on (1: always, when there are several threads); returns the previous size. For
-    tests and measurements (benchmarks/update_bandwidth.py --split)."""
+    on (1: always, when there are several threads); returns the previous size. The
+    default is never (sys.maxsize): one core saturates the memory bandwidth that an
+    update needs. For tests and measurements (benchmarks/update_bandwidth.py --split)."""
     global SPLIT_MIN
     if n < 1:
         raise ValueError(f"the split size must be at least 1, got {n}")

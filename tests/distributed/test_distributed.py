@@ -401,3 +401,25 @@ def test_scaling_bench_runs_every_setup_on_the_same_data(capsys):
             assert row[setup + "_over_1proc"] > 0
         assert row["2proc"]["sent_bytes"] > 0 and row["1proc"]["sent_bytes"] == 0
     assert "2p/1p" in capsys.readouterr().out
+
+
+def test_ranks_on_one_node_share_its_cores(tmp_path, monkeypatch):
+    """Two ranks started by mpiexec on this machine: each takes cores / 2 engine threads
+    (at least one) by default, unless its launcher bound it to cores of its own."""
+    monkeypatch.delenv("AUTOBATCH_NUM_THREADS", raising=False)
+    script = tmp_path / "threads.py"
+    script.write_text("import os, autobatch as dy\n"
+                      "cores = len(os.sched_getaffinity(0))\n"
+                      "print(dy.get_num_threads(), cores, os.cpu_count(), "
+                      "repr(dy.config_info()['threads_reason']), flush=True)\n")
+    proc, _ = launch(tmp_path, [], script=script)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        threads, cores, machine, why = line.split(" ", 3)
+        if int(cores) >= int(machine):          # not bound: the node's cores shared out
+            assert int(threads) == max(1, int(cores) // 2), line
+            assert "shared by 2 MPI ranks" in why
+        else:                                   # bound by the launcher: its own cores
+            assert int(threads) == int(cores), line

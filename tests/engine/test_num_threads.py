@@ -14,6 +14,7 @@ import pytest
 
 import autobatch as dy
 from autobatch.kernels.gemm import gemm_for_tests
+from autobatch.model import update_rules
 from autobatch.runtime.threads import set_split_thresholds
 
 
@@ -194,12 +195,14 @@ def test_a_forked_child_computes_without_the_workers(two_threads):
 @pytest.mark.parametrize("trainer", [dy.SimpleSGDTrainer, dy.MomentumSGDTrainer, dy.AdamTrainer,
                                      dy.AmsgradTrainer])
 def test_a_large_parameter_updates_on_two_threads_as_on_one(trainer):
-    """A parameter of more than 2^16 values is updated in ranges over the threads (the
+    """A parameter of more than 2^16 values, its update split in ranges over the threads
+    (set_split_min: by default updates are not split), gets the one-thread numbers (the
     products stay whole, so that both runs get the same gradients)."""
     def run(threads):
         before = dy.get_num_threads()
         dy.set_num_threads(threads)
         thresholds = set_split_thresholds(1e30, 2**62)
+        split_min = update_rules.set_split_min(1 << 16)
         try:
             pc = dy.ParameterCollection(seed=4)
             W = pc.add_parameters((301, 257))
@@ -212,6 +215,13 @@ def test_a_large_parameter_updates_on_two_threads_as_on_one(trainer):
                 t.update()
             return W.as_array()
         finally:
+            update_rules.set_split_min(split_min)
             set_split_thresholds(*thresholds)
             dy.set_num_threads(before)
     np.testing.assert_array_equal(run(2), run(1))
+
+
+def test_updates_are_not_split_by_default():
+    old = update_rules.set_split_min(1)
+    update_rules.set_split_min(old)
+    assert old == sys.maxsize
