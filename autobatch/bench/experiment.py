@@ -7,7 +7,8 @@ interleaved step by step (autobatch/bench/run.py); DyNet's agenda joins as a bas
 with `--dynet-python`. The tables give, per workload and strategy:
 
 - batches per step over the graph's lower bound (`batch_lower_bound()`), fused and
-  unfused: the autobatching literature's metric;
+  unfused: the autobatching literature's metric; and kernel passes (batches that are
+  not a fused stage) over their own bound (`batch_lower_bound(passes=True)`);
 - the median step time over that of `agenda` with fusion on (the default), and the
   share of the step spent choosing batches: the user's metric;
 
@@ -83,15 +84,17 @@ def run_all(a, strategies, fusion, task_names):
 
 
 def summarise(rows):
-    """{task: {system: (batches / LB, step time / agenda's, schedule share)}} and the
-    per-system summary {system: (geomean b/LB, geomean time, fastest on, near the bound)}."""
+    """{task: {system: (batches / LB, step time / agenda's, schedule share, passes /
+    their LB)}} and the per-system summary {system: (geomean b/LB, geomean time,
+    fastest on, near the bound)}."""
     cells = {}
     for t in dict.fromkeys(r["task"] for r in rows):
         mine = [r for r in rows if r["task"] == t]
         base = next((r for r in mine if r["system"] == BASE), None)
         ref = base["median_step_s"] if base else min(r["median_step_s"] for r in mine)
         cells[t] = {r["system"]: (r.get("batches_over_lower_bound"), r["median_step_s"] / ref,
-                                  r["split_s"]["schedule"] / r["median_step_s"]) for r in mine}
+                                  r["split_s"]["schedule"] / r["median_step_s"],
+                                  r.get("passes_over_lower_bound")) for r in mine}
     names = list(dict.fromkeys(r["system"] for r in rows))
     summary = {}
     for s in names:
@@ -132,6 +135,9 @@ def tables(cells, summary, markdown=False):
 
     table("Batches per step / lower bound", ["workload"] + names,
           [[t] + [_f(c.get(s, (None,))[0], ".2f") for s in names] for t, c in cells.items()])
+    table("Kernel passes per step / their lower bound (a fused stage is no pass)",
+          ["workload"] + names,
+          [[t] + [_f(c[s][3], ".2f") if s in c else "-" for s in names] for t, c in cells.items()])
     table(f"Step time / {BASE}'s (fused); in brackets the share spent scheduling",
           ["workload"] + names,
           [[t] + [f"{c[s][1]:.2f} ({100 * c[s][2]:.0f}%)" if s in c else "-" for s in names]
@@ -152,11 +158,13 @@ def plot(cells, summary, path):
     work = list(cells)
     fig, axes = plt.subplots(2, 1, figsize=(max(8, 1.1 * len(work)), 7), squeeze=False)
     width = 0.8 / len(names)
+    colours = plt.get_cmap("tab20").colors
     for k, (metric, label) in enumerate(((0, "batches / lower bound"), (1, f"step time / {BASE}"))):
         ax = axes[k][0]
         for i, s in enumerate(names):
             ys = [cells[t].get(s, (None, None))[metric] or 0 for t in work]
-            ax.bar([j + i * width for j in range(len(work))], ys, width, label=s)
+            ax.bar([j + i * width for j in range(len(work))], ys, width, label=s,
+                   color=colours[i % len(colours)])
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks([j + 0.4 - width / 2 for j in range(len(work))], work, rotation=20)
         ax.set_ylabel(label)

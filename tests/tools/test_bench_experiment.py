@@ -39,17 +39,18 @@ def test_unfused_system_runs_without_fusion():
     assert by["agenda"]["lower_bound_per_step"] == by["agenda:unfused"]["lower_bound_per_step"]
 
 
-def row(task, system, blb, seconds, schedule):
+def row(task, system, blb, seconds, schedule, plb=1.0):
     return {"task": task, "system": system, "batches_over_lower_bound": blb,
-            "median_step_s": seconds, "split_s": {"schedule": schedule}}
+            "passes_over_lower_bound": plb, "median_step_s": seconds,
+            "split_s": {"schedule": schedule}}
 
 
 def test_summary_arithmetic():
-    rows = [row("a", "agenda", 2.0, 1.0, 0.1), row("a", "lookahead", 1.0, 0.5, 0.1),
+    rows = [row("a", "agenda", 2.0, 1.0, 0.1, 1.25), row("a", "lookahead", 1.0, 0.5, 0.1),
             row("b", "agenda", 1.5, 2.0, 0.2), row("b", "lookahead", 1.02, 4.0, 0.4)]
     cells, summary = experiment.summarise(rows)
-    assert cells["a"]["lookahead"] == (1.0, 0.5, 0.2)
-    assert cells["b"]["lookahead"] == (1.02, 2.0, 0.1)
+    assert cells["a"]["lookahead"] == (1.0, 0.5, 0.2, 1.0)
+    assert cells["b"]["lookahead"] == (1.02, 2.0, 0.1, 1.0)
     blb, time, fastest, near = summary["lookahead"]
     assert blb == pytest.approx((1.0 * 1.02) ** 0.5)
     assert time == pytest.approx(1.0)
@@ -57,6 +58,7 @@ def test_summary_arithmetic():
     assert summary["agenda"][2:] == (1, 0)
     text = "\n".join(experiment.tables(cells, summary, markdown=True))
     assert "| b | 1.50 | 1.02 |" in text
+    assert "| a | 1.25 | 1.00 |" in text
     assert "| a | 1.00 (10%) | 0.50 (20%) |" in text
 
 
