@@ -51,6 +51,8 @@ def parser():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dynet-python", metavar="PATH",
                     help="an interpreter with DyNet (dynet38): its agenda as a baseline")
+    ap.add_argument("--dynet-mem", default="2048",
+                    help="DyNet's memory pool in MB (its autobatching cannot grow it)")
     ap.add_argument("--json", help="write every row here")
     ap.add_argument("--markdown", help="write the tables here as Markdown")
     ap.add_argument("--plot", help="write a figure here (needs matplotlib)")
@@ -79,7 +81,8 @@ def run_all(a, strategies, fusion, task_names):
                       disable=a.quiet) as bar:
         for t in task_names:
             rows += run.run_task(t, specs, a.batch_size, a.hidden, a.steps, [], a.seed,
-                                 progress=bar, variants=(a.variant,), dynet=dynet)
+                                 progress=bar, variants=(a.variant,), dynet=dynet,
+                                 dynet_mem=a.dynet_mem)
     return rows
 
 
