@@ -26,7 +26,7 @@ import math
 import sys
 
 import autobatch as dy
-from autobatch.bench import run, tasks
+from autobatch.bench import options, run, tasks
 from autobatch.progress import progress as progress_bar
 
 BASE = "agenda"                      # the default strategy, fused: the time reference
@@ -181,12 +181,12 @@ def main(argv=None):
     a = parser().parse_args(argv)
     for spec in a.imports:
         run.import_plugin(spec)
-    fusion = run.parse_list(a.fusion, ("on", "off"), "--fusion value")
-    task_names = tasks.expand(run.parse_list(a.task, tasks.TASKS + tuple(tasks.GROUPS), "task"))
+    fusion = options.parse_list(a.fusion, ("on", "off"), "--fusion value")
+    task_names = tasks.expand(options.parse_list(a.task, tasks.TASKS + tuple(tasks.GROUPS), "task"))
     if a.strategy == "all":          # the reference first, then the others as registered
         strategies = [BASE] + [s for s in dy.available_strategies() if s not in ("none", BASE)]
     else:
-        strategies = run.parse_list(a.strategy, list(dy.available_strategies()), "strategy")
+        strategies = options.parse_list(a.strategy, list(dy.available_strategies()), "strategy")
     if a.steps < 1:
         raise SystemExit("--steps must be at least 1")
     print(f"machine: {run.machine()['cpu']}; batch {a.batch_size}, hidden {a.hidden}, "

@@ -1,6 +1,9 @@
 """The command line of the task benchmark (`python -m autobatch.bench [tasks]`,
-autobatch/bench/run.py): its options and their help."""
+autobatch/bench/run.py): its options and their help, and the parsing of its lists and
+system specs."""
 import argparse
+
+import autobatch as dy
 
 from autobatch.bench import tasks
 
@@ -49,3 +52,39 @@ def parser(description):
     ap.add_argument("--native-blas", action="store_true",
                     help="unset OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (handled at re-exec)")
     return ap
+
+
+def parse_list(s, allowed=None, what="value"):
+    """The items of a comma list (`all`: every allowed one); exits naming any item not
+    in `allowed` (when given)."""
+    if s == "all" and allowed is not None:
+        return list(allowed)
+    items = [x.strip() for x in s.split(",") if x.strip()]
+    if allowed is not None:
+        bad = [x for x in items if x not in allowed]
+        if bad:
+            raise SystemExit(f"unknown {what}: {', '.join(bad)} (choose from {', '.join(allowed)})")
+    return items
+
+
+def parse_system(spec):
+    """(strategy, threads, fusion) of a system spec `NAME[@N][:unfused]`: `@N` runs on N
+    engine threads (dy.set_num_threads), `:unfused` with fusion off (renew_cg(fusion=False))."""
+    spec, _, suffix = spec.partition(":")
+    if suffix not in ("", "unfused"):
+        raise ValueError(f"unknown suffix :{suffix} in strategy {spec}:{suffix} (only :unfused)")
+    strategy, _, threads = spec.partition("@")
+    return strategy, int(threads) if threads else 1, suffix != "unfused"
+
+
+def check_systems(ap, specs):
+    """Exit through `ap.error` unless every `NAME[@N][:unfused]` names a registered
+    strategy, a thread count and a known suffix."""
+    bad = [s for s in specs if "@" in s and not s.partition(":")[0].partition("@")[2].isdigit()]
+    if bad:
+        ap.error(f"--strategy: threads after @ must be a number: {', '.join(bad)}")
+    try:
+        names = [parse_system(s)[0] for s in specs]
+    except ValueError as e:
+        ap.error(f"--strategy: {e}")
+    parse_list(",".join(names), list(dy.available_strategies()), "strategy")

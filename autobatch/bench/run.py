@@ -35,6 +35,7 @@ import numpy as np
 
 import autobatch as dy
 from autobatch.bench import blas, data, dynet_worker, options, tasks
+from autobatch.bench.options import check_systems, parse_list, parse_system
 from autobatch.progress import progress as progress_bar
 
 TORCH_MODES = ("eager", "batched")
@@ -43,16 +44,6 @@ DYNET_NAMES = {0: "dynet", 1: "dynet-agenda"}    # by DyNet's autobatch setting
 
 
 # ------------------------------------------------------------------ systems --
-
-def parse_system(spec):
-    """(strategy, threads, fusion) of a system spec `NAME[@N][:unfused]`: `@N` runs on N
-    engine threads (dy.set_num_threads), `:unfused` with fusion off (renew_cg(fusion=False))."""
-    spec, _, suffix = spec.partition(":")
-    if suffix not in ("", "unfused"):
-        raise ValueError(f"unknown suffix :{suffix} in strategy {spec}:{suffix} (only :unfused)")
-    strategy, _, threads = spec.partition("@")
-    return strategy, int(threads) if threads else 1, suffix != "unfused"
-
 
 class AutobatchSystem:
     """A task model with its own parameters and trainer, run under one strategy;
@@ -366,30 +357,6 @@ def machine():
         pass
     return {"cpu": model, "logical_cpus": os.cpu_count(), "python": platform.python_version(),
             "platform": platform.platform()}
-
-
-def parse_list(s, allowed=None, what="value"):
-    if s == "all" and allowed is not None:
-        return list(allowed)
-    items = [x.strip() for x in s.split(",") if x.strip()]
-    if allowed is not None:
-        bad = [x for x in items if x not in allowed]
-        if bad:
-            raise SystemExit(f"unknown {what}: {', '.join(bad)} (choose from {', '.join(allowed)})")
-    return items
-
-
-def check_systems(ap, specs):
-    """Exit through `ap.error` unless every `NAME[@N][:unfused]` names a registered
-    strategy, a thread count and a known suffix."""
-    bad = [s for s in specs if "@" in s and not s.partition(":")[0].partition("@")[2].isdigit()]
-    if bad:
-        ap.error(f"--strategy: threads after @ must be a number: {', '.join(bad)}")
-    try:
-        names = [parse_system(s)[0] for s in specs]
-    except ValueError as e:
-        ap.error(f"--strategy: {e}")
-    parse_list(",".join(names), list(dy.available_strategies()), "strategy")
 
 
 def import_plugin(spec):

@@ -4,14 +4,14 @@ the graphs it ran. No timing is asserted."""
 import pytest
 
 import autobatch as dy
-from autobatch.bench import data, experiment, run
+from autobatch.bench import data, experiment, options, run
 
 
 def test_system_specs():
-    assert run.parse_system("agenda") == ("agenda", 1, True)
-    assert run.parse_system("lookahead@2:unfused") == ("lookahead", 2, False)
+    assert options.parse_system("agenda") == ("agenda", 1, True)
+    assert options.parse_system("lookahead@2:unfused") == ("lookahead", 2, False)
     with pytest.raises(ValueError, match="only :unfused"):
-        run.parse_system("agenda:fast")
+        options.parse_system("agenda:fast")
     assert experiment.systems(["agenda", "depth"], ["on", "off"]) == \
         ["agenda", "agenda:unfused", "depth", "depth:unfused"]
     assert experiment.systems(["agenda"], ["off"]) == ["agenda:unfused"]
