@@ -138,6 +138,16 @@ def test_the_report_says_how_the_count_was_chosen(restore_threads):
     assert dy.config_info()["threads_reason"] == why
 
 
+def in_forked_child(target):
+    """What target(queue) puts on the queue, run in a forked child."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    p = ctx.Process(target=target, args=(queue,))
+    p.start()
+    p.join(60)
+    return queue.get(timeout=30)
+
+
 def _child_reason(queue):
     before = (dy.get_num_threads(), threads_reason())
     dy.set_num_threads(2)           # a child may start workers of its own
@@ -152,12 +162,7 @@ def _child_reason(queue):
 @pytest.mark.skipif(sys.platform != "linux", reason="fork")
 def test_a_forked_child_reports_that_it_has_no_workers(restore_threads):
     dy.set_num_threads(2)
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    p = ctx.Process(target=_child_reason, args=(queue,))
-    p.start()
-    p.join(60)
-    before, after, right = queue.get(timeout=30)
+    before, after, right = in_forked_child(_child_reason)
     assert before == (1, "a forked child: the pool's workers stayed in the parent process")
     assert after == 2 and right
 
@@ -169,12 +174,7 @@ def _child_reason_only(queue):
 @pytest.mark.skipif(sys.platform != "linux", reason="fork")
 def test_a_child_forked_from_one_thread_keeps_the_reason(restore_threads):
     dy.set_num_threads(1)
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    p = ctx.Process(target=_child_reason_only, args=(queue,))
-    p.start()
-    p.join(60)
-    assert queue.get(timeout=30) == (1, "set_num_threads(1)")
+    assert in_forked_child(_child_reason_only) == (1, "set_num_threads(1)")
 
 
 def blocked_signals(tid):
