@@ -41,6 +41,7 @@ MOD_NAMES = [
     "autobatch.engine.strategies",      # the strategies' policies and their registry
     "autobatch.engine.executor",        # running batches forward
     "autobatch.engine.fusion",          # fused elementwise chains
+    "autobatch.engine.layout",          # the order of a batch's outputs in memory
     "autobatch.engine.learned",         # a batching policy learned per model (Q-learning)
     "autobatch.engine.forward",         # the forward loop: pick, run, fuse, release
     "autobatch.engine.backward",        # the reverse pass

@@ -11,6 +11,7 @@ from cpython.exc cimport PyErr_CheckSignals
 
 from autobatch.engine.executor cimport run_batch
 from autobatch.engine.fusion cimport fuse_chain, fusion_defers
+from autobatch.engine.layout cimport layout_on, layout_keys, layout_order
 from autobatch.engine.scheduler cimport (sched_prepare, sched_push_initial, sched_release,
                                          sched_release_ids)
 from autobatch.engine.strategies cimport (S_NONE, S_AGENDA, S_DEPTH, S_LOOKAHEAD, S_COST,
@@ -27,6 +28,7 @@ cdef int run_forward(NodeView* v, Batch* ctx, Sched* sched, BatchLog* log, SigTa
     cdef double t1
     cdef int64_t pos, first, k, fused
     cdef int n
+    cdef bint layout
     if strategy_id == S_NONE:
         # creation order is a topological order; every node is its own batch
         t1 = prof_now()
@@ -42,6 +44,9 @@ cdef int run_forward(NodeView* v, Batch* ctx, Sched* sched, BatchLog* log, SigTa
                   strategy_id == S_LOOKAHEAD or strategy_id == S_COST or strategy_id == S_LEARNED,
                   strategy_id == S_COST or (fusion and fusion_defers()))
     sched_push_initial(sched, v, count)
+    layout = layout_on()
+    if layout:
+        layout_keys(sched, v, count)
     if strategy_id == S_LEARNED:        # its kinds, and learning on simulations
         learned_begin(<LearnedStrategy>strategy, sched, v, sigs, count, fusion)
     t_sched[0] += prof_now() - t1
@@ -53,6 +58,8 @@ cdef int run_forward(NodeView* v, Batch* ctx, Sched* sched, BatchLog* log, SigTa
             n = pick_batch(strategy_id, strategy, sched, v, sigs)
         if strategy_id == S_PYTHON:
             packs_begin(packs)          # its select() is user code
+        if layout:
+            layout_order(sched, v, sched.picked, n)
         t_sched[0] += prof_now() - t1
         t1 = prof_now()
         first = log.n

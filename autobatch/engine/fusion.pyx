@@ -120,6 +120,11 @@ cdef inline bint shapes_fit(const NodeView* v, int32_t c, int32_t p) noexcept no
     return True
 
 
+cdef bint fusable(int op) noexcept nogil:
+    """Whether nodes of this op may be a stage of a chain."""
+    return KIND[op] != NOT_FUSABLE
+
+
 cdef bint may_be_stage(const NodeView* v, int32_t c) noexcept nogil:
     """Whether node c can run as a fused stage under the rules of consumer_stage, as
     far as the graph alone tells (the schedule decides the rest): a plain elementwise
@@ -167,7 +172,9 @@ cdef int32_t consumer_stage(Sched* s, const NodeView* v, const int32_t* prev, in
             # (the strategy's choice, e.g. agenda realigning sequences): leave it
             if KIND[cn.op] == NOT_FUSABLE or s.rd_n[sig] != 0:
                 return -1
-        elif cn.sig != sig or c <= out[j - 1]:      # one signature, ids ascending
+        elif cn.sig != sig or (c <= out[j - 1] and prev[j] > prev[j - 1]):
+            # one signature, and the order of prev where it ascends: a stage in id order
+            # after a batch in id order (prev may be ordered by engine/layout.pyx)
             return -1
         if s.indeg[c] != 1 or cn.flags & F_DONE:    # its other arguments are computed
             return -1

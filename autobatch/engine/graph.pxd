@@ -9,6 +9,7 @@ from autobatch.runtime.memory cimport Arena, ArenaMark
 from autobatch.runtime.pack_cache cimport PackCache
 from autobatch.runtime.param_buffers cimport ValueSource
 from autobatch.runtime.profile cimport Profile, Traffic
+from autobatch.runtime.stacks cimport StackCache
 from autobatch.runtime.nodes cimport NodeView
 from autobatch.engine.scheduler cimport Sched
 from autobatch.engine.signatures cimport SigTable
@@ -85,6 +86,7 @@ cdef class EngineGraph:
     cdef bint profiling                 # dy.set_profiling() when the graph was renewed
     cdef Profile prof
     cdef Traffic traffic
+    cdef StackCache stacks              # stacked operands copied in the current forward
     cdef double t_last
     cdef public int n_forward_calls, n_backward_calls
     """How many forward and backward passes ran in this graph."""

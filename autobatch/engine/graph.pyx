@@ -27,6 +27,8 @@ from autobatch.kernels.packed cimport packs_begin, packs_free
 from autobatch.engine.scheduler cimport sched_collect_many, sched_free
 from autobatch.engine.signatures cimport sig_intern, sig_reset, sig_truncate, sig_free
 from autobatch.runtime.profile cimport Profile, Traffic, prof_now
+from autobatch.runtime.stacks cimport stacks_clear, stacks_free
+from autobatch.engine.layout cimport layout_on
 from autobatch.engine.stats cimport profiling_enabled
 from autobatch.engine.strategies cimport S_NONE, strategy_id
 from autobatch.engine.strategies import resolve_strategy
@@ -86,6 +88,7 @@ cdef class EngineGraph:
         free(self.marks)
         sig_free(&self.sigs)
         packs_free(&self.packs)
+        stacks_free(&self.stacks)
         sched_free(&self.sched)
         log_free(&self.log)
 
@@ -344,6 +347,9 @@ cdef class EngineGraph:
         self.n_forward_calls += 1
         cdef NodeView v = self.view()
         cdef Batch ctx = self.context()
+        stacks_clear(&self.stacks)      # their sources may have changed since the last pass
+        if layout_on():
+            ctx.stacks = &self.stacks
         cdef int64_t count = sched_collect_many(&self.sched, &v, targets, n_targets, False)
         self.read_leaves()
         packs_begin(&self.packs)        # parameters may have changed since the last pass

@@ -29,6 +29,7 @@ cdef int ensure_nodes(Sched* s, int64_t n) except -1:
     s.height = <int32_t*>resize(s.height, cap, sizeof(int32_t))
     s.indeg = <int32_t*>resize(s.indeg, cap, sizeof(int32_t))
     s.loc = <int32_t*>resize(s.loc, cap, sizeof(int32_t))
+    s.lkey = <int64_t*>resize(s.lkey, cap, sizeof(int64_t))
     s.cap_nodes = cap
     return 0
 
@@ -432,7 +433,7 @@ cdef void sched_release_ids(Sched* s, const NodeView* v, const int32_t* ids, int
 
 
 cdef void sched_free(Sched* s) noexcept nogil:
-    free(s.mark); free(s.depth); free(s.height); free(s.indeg); free(s.loc)
+    free(s.mark); free(s.depth); free(s.height); free(s.indeg); free(s.loc); free(s.lkey)
     free(s.needed); free(s.cons_at); free(s.cons)
     free(s.rd_at); free(s.rd_n); free(s.avg_depth); free(s.avg_height); free(s.rd)
     free(s.active); free(s.active_pos); free(s.picked); free(s.fuse); free(s.sig_stamp); free(s.used)

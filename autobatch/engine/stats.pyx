@@ -58,9 +58,9 @@ cdef dict profile_stats(const Profile* p, double t_build, double t_schedule,
 
 cdef dict operand_stats(const Traffic* t):
     """stats()["operands"]: the products' stacked operands used in place (already
-    contiguous and in order in memory) or copied; their gradients written in place or
-    scattered."""
-    return {"in_place": int(t.in_place), "copied": int(t.copied),
+    contiguous and in order in memory), read from a copy made for an earlier product
+    of this forward (reused) or copied; their gradients written in place or scattered."""
+    return {"in_place": int(t.in_place), "reused": int(t.reused), "copied": int(t.copied),
             "copied_floats": int(t.copied_floats), "grads_in_place": int(t.grads_in_place),
             "grads_scattered": int(t.grads_scattered)}
 

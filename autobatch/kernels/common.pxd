@@ -8,6 +8,7 @@ from autobatch.runtime.memory cimport Arena, arena_alloc
 from autobatch.runtime.nodes cimport (Batch, Node, ARG, AHEAD, MAX_DIMS, grad_fresh, grad_mark,
                                prefetch_batch_arg)
 from autobatch.runtime.profile cimport P_GATHER, prof_start, prof_stop
+from autobatch.runtime.stacks cimport stack_find, stack_keep, stack_probe
 
 cdef extern from "fastmath.h" nogil:
     float exp_nonpos "ab_exp_nonpos" (float x)
@@ -27,13 +28,26 @@ cdef inline float* consecutive(Batch* b, int a, bint grads) noexcept nogil:
 
 cdef inline float* gather_arg(Batch* b, int a, Arena* mem) noexcept nogil:
     """Pointer to the values of argument `a` of all nodes, stacked; in place if
-    they already are consecutive in memory, otherwise copied."""
+    they already are consecutive in memory, the copy made earlier in this forward if
+    one holds the same values in the same order (b.stacks, copies in b.arena only),
+    otherwise copied."""
     cdef float* first = consecutive(b, a, False)
     if first != NULL:
         b.traffic.in_place += 1
         return first
     cdef int j, per = ARG(b, 0, a).size
-    cdef float* out = arena_alloc(mem, <size_t>per * b.n)
+    cdef const float** src = NULL
+    cdef float* out
+    if b.stacks != NULL and mem == b.arena:
+        src = stack_probe(b.stacks, b.n)
+        if src != NULL:
+            for j in range(b.n):
+                src[j] = ARG(b, j, a).val
+            out = stack_find(b.stacks, b.n, per)
+            if out != NULL:
+                b.traffic.reused += 1
+                return out
+    out = arena_alloc(mem, <size_t>per * b.n)
     if out == NULL:
         return NULL
     cdef double t0 = prof_start(b.prof)
@@ -44,6 +58,8 @@ cdef inline float* gather_arg(Batch* b, int a, Arena* mem) noexcept nogil:
     prof_stop(b.prof, P_GATHER, t0)
     b.traffic.copied += 1
     b.traffic.copied_floats += <int64_t>per * b.n
+    if src != NULL:
+        stack_keep(b.stacks, b.n, per, out)
     return out
 
 cdef inline void add_grad_from_stack(Batch* b, int a, float* stacked) noexcept nogil:

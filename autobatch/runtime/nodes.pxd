@@ -6,6 +6,7 @@ from autobatch.runtime.memory cimport Arena
 from autobatch.runtime.pack_cache cimport PackCache
 from autobatch.runtime.rng cimport Rng
 from autobatch.runtime.profile cimport Profile, Traffic
+from autobatch.runtime.stacks cimport StackCache
 
 # node flags
 cdef enum:
@@ -149,7 +150,8 @@ ctypedef struct Batch:
     int32_t* args       # the graph's argument array
     int32_t* ibuf       # the graph's per-node integer data
     float** tables      # lookup_batch: the tables its nodes read (values, gradients or NULL)
-    int32_t* ids        # ids of the nodes of this batch, ascending
+    int32_t* ids        # ids of the nodes of this batch, in the order of their outputs
+                        # (ascending, unless the layout pass ordered them: engine/layout.pyx)
     int n               # number of nodes in the batch
     const ElementwiseMath* math     # the op's elementwise loops (elementwise ops only)
     float* block        # outputs (forward) or their grads (backward), contiguous n * size;
@@ -161,6 +163,7 @@ ctypedef struct Batch:
     PackCache* packs    # weights packed in this pass (_packed); NULL: products use sgemm
     Profile* prof       # the graph's profile timers, NULL when profiling is off
     Traffic* traffic    # the graph's counts of operands used in place or copied
+    StackCache* stacks  # forward: the stacked operands copied in this pass, for reuse (NULL: none)
 
 ctypedef void (*KernelFn)(Batch* b) noexcept nogil
 

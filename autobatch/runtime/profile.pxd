@@ -24,6 +24,7 @@ ctypedef struct Traffic:
     int64_t in_place
     int64_t copied
     int64_t copied_floats
+    int64_t reused      # stacked operands read from an earlier copy of the same values
     int64_t grads_in_place
     int64_t grads_scattered
 

@@ -1,0 +1,146 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The memory-layout pass.
+
+A batch's outputs land in memory in the order of its nodes (executor.pyx), and a
+product reads its stacked operand in place only when those values are consecutive and
+in its order (kernels/common.pxd); otherwise it copies them together. Batches run in
+node-id order by default, which suits a reader that takes all of a batch. It does not
+suit a batch whose outputs several later products read in parts: the forget-gate
+products of each node type of a typed Tree-LSTM each read some of the leaves' h, the
+gates of a lattice's word cells some of the character cells' h. So a batch whose nodes
+are read by products of more than one signature is ordered by reader: each reader's
+operands side by side, in the reader's own (id) order. A batch whose readers all share
+one signature keeps id order. Fused stages keep the order of their chain's first batch
+(fusion.pyx), so a chain's first batch takes the key of the chain's last stage.
+
+The pass changes where values are, never which values: the same numbers, except that
+sums over a batch's nodes (a bias's or a weight's gradient) add in the new order.
+stats()["operands"] counts the operands read in place, reused and copied.
+set_layout(False) turns it off (with the reuse of copied operands, kernels/common.pxd)."""
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport malloc, free, qsort
+
+from autobatch.runtime.nodes cimport Node, OpDef, arg_id, arg_is_shared
+from autobatch.engine.optable cimport op_table
+from autobatch.engine.fusion cimport fusable
+
+cdef const OpDef* OPS = op_table()
+
+cdef bint _on = True
+
+
+def set_layout(bint on):
+    """Turn the memory-layout pass on (the default) or off for the forwards that follow:
+    batches ordered by the products that read them, and a stacked operand copied once
+    per forward reused by every product that reads the same values (engine/layout.pyx).
+    Off, batches run in node-id order and every product copies what is not in place.
+    Results are equal either way up to the order of sums over a batch."""
+    global _on
+    _on = on
+
+
+def layout_enabled():
+    """Whether the memory-layout pass is on (set_layout)."""
+    return _on
+
+
+cdef bint layout_on() noexcept nogil:
+    return _on
+
+
+cdef inline int32_t stacked_reader(const NodeView* v, int32_t c, int32_t x) noexcept nogil:
+    """c, if c is a product that stacks x as an operand (not as its shared weight),
+    else -1."""
+    cdef const Node* n = &v.nodes[c]
+    cdef const OpDef* op = &OPS[n.op]
+    cdef int a
+    if op.shared_arg < 0:
+        return -1
+    for a in range(op.shared_arg + 1, n.nargs):
+        if not arg_is_shared(op, a) and arg_id(v, c, a) == x:
+            return c
+    return -1
+
+
+cdef void layout_keys(Sched* s, const NodeView* v, int64_t count) noexcept nogil:
+    """Every needed node's key: its first reader that stacks it, as (that reader's
+    signature + 1, its id); for a node whose only consumer is an elementwise op it may
+    fuse with, that consumer's key (the chain's last stage decides); else (0, own id).
+    In reverse id order, so that consumers come first."""
+    cdef int64_t p, q, key
+    cdef int32_t i, c, r
+    for p in range(count - 1, -1, -1):
+        i = s.needed[p]
+        key = i
+        for q in range(s.cons_at[p], s.cons_at[p + 1]):
+            c = s.cons[q]
+            r = stacked_reader(v, c, i)
+            if r >= 0:
+                key = (<int64_t>(v.nodes[r].sig + 1) << 32) | r
+                break
+        if key == i and s.cons_at[p + 1] - s.cons_at[p] == 1 and v.nodes[i].uses == 1:
+            c = s.cons[s.cons_at[p]]
+            if fusable(v.nodes[c].op) and s.lkey[c] >> 32 != 0:
+                key = s.lkey[c]
+        s.lkey[i] = key
+
+
+ctypedef struct Keyed:
+    int64_t key
+    int32_t id
+
+
+cdef int cmp_keyed(const void* a, const void* b) noexcept nogil:
+    cdef const Keyed* x = <const Keyed*>a
+    cdef const Keyed* y = <const Keyed*>b
+    if x.key != y.key:
+        return -1 if x.key < y.key else 1
+    return (x.id > y.id) - (x.id < y.id)
+
+
+cdef bint reads_in_place(const NodeView* v, const int32_t* ids, int n) noexcept nogil:
+    """Whether the batch ids[0..n) is a product that reads a stacked operand in place
+    in this order (which another order would lose)."""
+    cdef const OpDef* op = &OPS[v.nodes[ids[0]].op]
+    cdef int a, j
+    cdef const float* first
+    cdef int64_t per
+    if op.shared_arg < 0:
+        return False
+    for a in range(op.shared_arg + 1, v.nodes[ids[0]].nargs):
+        if arg_is_shared(op, a):
+            continue
+        first = v.nodes[arg_id(v, ids[0], a)].val
+        per = v.nodes[arg_id(v, ids[0], a)].size
+        j = 1
+        while j < n and v.nodes[arg_id(v, ids[j], a)].val == first + j * per:
+            j += 1
+        if j == n:
+            return True
+    return False
+
+
+cdef int layout_order(Sched* s, const NodeView* v, int32_t* ids, int n) except -1 nogil:
+    """Order the batch ids[0..n) (ascending) by reader, if its nodes' readers have
+    more than one signature and the batch does not read an operand in place in id
+    order; else leave it."""
+    cdef int j
+    cdef int64_t sig0 = s.lkey[ids[0]] >> 32
+    for j in range(1, n):
+        if s.lkey[ids[j]] >> 32 != sig0:
+            break
+    else:
+        return 0
+    if reads_in_place(v, ids, n):
+        return 0
+    cdef Keyed* k = <Keyed*>malloc(<size_t>n * sizeof(Keyed))
+    if k == NULL:
+        return 0                    # id order: correct, only slower
+    for j in range(n):
+        k[j].key = s.lkey[ids[j]]
+        k[j].id = ids[j]
+    qsort(k, n, sizeof(Keyed), cmp_keyed)
+    for j in range(n):
+        ids[j] = k[j].id
+    free(k)
+    return 0
