@@ -39,16 +39,17 @@ cdef int run_forward(NodeView* v, Batch* ctx, Sched* sched, BatchLog* log, SigTa
         t_run[0] += prof_now() - t1
         return 0
     t1 = prof_now()
+    layout = layout_on()
+    sched.layout = layout
     sched_prepare(sched, v, sigs.n, count,
                   strategy_id != S_AGENDA and strategy_id != S_DEPTH,
                   strategy_id == S_LOOKAHEAD or strategy_id == S_COST or strategy_id == S_LEARNED,
                   strategy_id == S_COST or (fusion and fusion_defers()))
     sched_push_initial(sched, v, count)
-    layout = layout_on()
-    if layout:
-        layout_keys(sched, v, count)
     if strategy_id == S_LEARNED:        # its kinds, and learning on simulations
         learned_begin(<LearnedStrategy>strategy, sched, v, sigs, count, fusion)
+    if layout:                          # (after learning, which prepares again)
+        layout_keys(sched, count)
     t_sched[0] += prof_now() - t1
     while count > 0:
         t1 = prof_now()

@@ -10,7 +10,6 @@ cdef int64_t fuse_chain(Sched* s, const NodeView* v, BatchLog* log, Batch* ctx, 
 cdef int32_t consumer_stage(Sched* s, const NodeView* v, const int32_t* prev, int n,
                             int32_t* out) noexcept nogil
 cdef bint fusion_defers() noexcept nogil
-cdef bint fusable(int op) noexcept nogil
 cdef bint may_be_stage(const NodeView* v, int32_t c) noexcept nogil
 cdef int64_t chain_start(const BatchLog* log, int64_t last) noexcept nogil
 cdef bint chain_backward(const NodeView* v, const BatchLog* log, int64_t first, int64_t last,

@@ -120,11 +120,6 @@ cdef inline bint shapes_fit(const NodeView* v, int32_t c, int32_t p) noexcept no
     return True
 
 
-cdef bint fusable(int op) noexcept nogil:
-    """Whether nodes of this op may be a stage of a chain."""
-    return KIND[op] != NOT_FUSABLE
-
-
 cdef bint may_be_stage(const NodeView* v, int32_t c) noexcept nogil:
     """Whether node c can run as a fused stage under the rules of consumer_stage, as
     far as the graph alone tells (the schedule decides the rest): a plain elementwise

@@ -11,7 +11,9 @@ gates of a lattice's word cells some of the character cells' h. So a batch whose
 are read by products of more than one signature is ordered by reader: each reader's
 operands side by side, in the reader's own (id) order. A batch whose readers all share
 one signature keeps id order. Fused stages keep the order of their chain's first batch
-(fusion.pyx), so a chain's first batch takes the key of the chain's last stage.
+(fusion.pyx), so a node no product reads takes the key of its only consumer: a
+chain's first batch is ordered for the readers of its last stage. The keys are made
+by sched_prepare (a node's first reader) and layout_keys (the chains).
 
 The pass changes where values are, never which values: the same numbers, except that
 sums over a batch's nodes (a bias's or a weight's gradient) add in the new order.
@@ -22,7 +24,6 @@ from libc.stdlib cimport malloc, free, qsort
 
 from autobatch.runtime.nodes cimport Node, OpDef, arg_id, arg_is_shared
 from autobatch.engine.optable cimport op_table
-from autobatch.engine.fusion cimport fusable
 
 cdef const OpDef* OPS = op_table()
 
@@ -48,41 +49,21 @@ cdef bint layout_on() noexcept nogil:
     return _on
 
 
-cdef inline int32_t stacked_reader(const NodeView* v, int32_t c, int32_t x) noexcept nogil:
-    """c, if c is a product that stacks x as an operand (not as its shared weight),
-    else -1."""
-    cdef const Node* n = &v.nodes[c]
-    cdef const OpDef* op = &OPS[n.op]
-    cdef int a
-    if op.shared_arg < 0:
-        return -1
-    for a in range(op.shared_arg + 1, n.nargs):
-        if not arg_is_shared(op, a) and arg_id(v, c, a) == x:
-            return c
-    return -1
-
-
-cdef void layout_keys(Sched* s, const NodeView* v, int64_t count) noexcept nogil:
-    """Every needed node's key: its first reader that stacks it, as (that reader's
-    signature + 1, its id); for a node whose only consumer is an elementwise op it may
-    fuse with, that consumer's key (the chain's last stage decides); else (0, own id).
-    In reverse id order, so that consumers come first."""
-    cdef int64_t p, q, key
-    cdef int32_t i, c, r
+cdef void layout_keys(Sched* s, int64_t count) noexcept nogil:
+    """Complete the keys sched_prepare gave (a node's first reader that stacks it, as
+    (that reader's signature + 1, its id), else (0, own id)): a node no product reads
+    whose only consumer in this forward has a reader takes that consumer's key, so a
+    chain's first batch is ordered for its last stage's readers (fused stages keep the
+    first batch's order). Down the ids, so a consumer's key is final first; only the
+    scheduler's arrays, no node is read."""
+    cdef int64_t p
+    cdef int32_t i, c
     for p in range(count - 1, -1, -1):
         i = s.needed[p]
-        key = i
-        for q in range(s.cons_at[p], s.cons_at[p + 1]):
-            c = s.cons[q]
-            r = stacked_reader(v, c, i)
-            if r >= 0:
-                key = (<int64_t>(v.nodes[r].sig + 1) << 32) | r
-                break
-        if key == i and s.cons_at[p + 1] - s.cons_at[p] == 1 and v.nodes[i].uses == 1:
+        if s.lkey[i] >> 32 == 0 and s.cons_at[p + 1] - s.cons_at[p] == 1:
             c = s.cons[s.cons_at[p]]
-            if fusable(v.nodes[c].op) and s.lkey[c] >> 32 != 0:
-                key = s.lkey[c]
-        s.lkey[i] = key
+            if s.lkey[c] >> 32 != 0:
+                s.lkey[i] = s.lkey[c]
 
 
 ctypedef struct Keyed:

@@ -10,7 +10,8 @@ ctypedef struct Sched:
     int32_t* height         # longest path to a needed node nobody needed consumes
     int32_t* indeg          # arguments not computed yet
     int32_t* loc            # position in `needed`
-    int64_t* lkey           # the layout pass's order key (engine/layout.pyx)
+    int64_t* lkey           # the layout pass's order key (engine/layout.pyx), set by
+    bint layout             # sched_prepare when `layout` is on
     int64_t cap_nodes
     int32_t stamp
     # the needed nodes in id (= topological) order, and their consumers (CSR)

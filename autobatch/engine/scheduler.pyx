@@ -9,9 +9,13 @@ from libc.stdint cimport int32_t
 from libc.stdlib cimport free, qsort
 from libc.string cimport memset
 
-from autobatch.runtime.nodes cimport Node, F_DONE
+from autobatch.runtime.nodes cimport Node, OpDef, F_DONE, arg_is_shared
+from autobatch.engine.optable cimport op_table
 from autobatch.runtime.memory cimport grow, next_capacity, resize
 from autobatch.runtime.nodes cimport arg_id
+
+
+cdef const OpDef* OPS = op_table()
 
 
 cdef int cmp_int32(const void* a, const void* b) noexcept nogil:
@@ -130,11 +134,18 @@ cdef int64_t collect_by_search(Sched* s, const NodeView* v, const int32_t* targe
     return count
 
 
+cdef inline bint stacks_arg(const OpDef* op, int a) noexcept nogil:
+    """Whether argument a is one a product stacks (not its shared weight)."""
+    return op.shared_arg >= 0 and a > op.shared_arg and not arg_is_shared(op, a)
+
+
 cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t count,
                        bint heights, bint feeders, bint depth_lists) except -1:
     """Depths, in-degrees, consumer lists and per-signature ready lists of the
     `count` needed nodes; heights, feeder lists and depth lists too when a strategy
-    (or fusion's deferral) reads them."""
+    (or fusion's deferral) reads them; with s.layout, every node's first reader that
+    stacks it (the key of engine/layout.pyx; a node has a smaller id than its readers,
+    so the smallest reader writes first)."""
     cdef int64_t p, q, edges = 0, g
     cdef int a
     cdef int32_t i, y, d, acc, c
@@ -149,6 +160,8 @@ cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t coun
         n = &v.nodes[i]
         d = 0
         s.indeg[i] = 0
+        if s.layout:
+            s.lkey[i] = i
         for a in range(n.nargs):
             y = arg_id(v, i, a)
             if not (v.nodes[y].flags & F_DONE):
@@ -157,6 +170,8 @@ cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t coun
                 edges += 1
                 if s.depth[y] > d:
                     d = s.depth[y]
+                if s.layout and s.lkey[y] >> 32 == 0 and stacks_arg(&OPS[n.op], a):
+                    s.lkey[y] = (<int64_t>(n.sig + 1) << 32) | i   # its first reader
         s.depth[i] = d + 1
     acc = 0                                 # counts -> start offsets (fill cursors)
     for p in range(count):
