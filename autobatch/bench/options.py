@@ -20,7 +20,8 @@ def parser(description):
     ap.add_argument("--strategy", default="all",
                     help="all (every registered strategy) or a comma list; NAME@N runs a strategy "
                          "on N engine threads (dy.set_num_threads), NAME:unfused with fusion off, "
-                         "e.g. agenda,agenda@2,agenda:unfused")
+                         "NAME:nolayout with the memory-layout pass off, "
+                         "e.g. agenda,agenda@2,agenda:unfused,agenda:nolayout")
     ap.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE_OR_FILE",
                     help="import this module (or .py file) first, e.g. one that registers a strategy "
                          "with autobatch.register_strategy; repeatable")
@@ -67,18 +68,26 @@ def parse_list(s, allowed=None, what="value"):
     return items
 
 
+SUFFIXES = ("unfused", "nolayout")
+
+
 def parse_system(spec):
-    """(strategy, threads, fusion) of a system spec `NAME[@N][:unfused]`: `@N` runs on N
-    engine threads (dy.set_num_threads), `:unfused` with fusion off (renew_cg(fusion=False))."""
-    spec, _, suffix = spec.partition(":")
-    if suffix not in ("", "unfused"):
-        raise ValueError(f"unknown suffix :{suffix} in strategy {spec}:{suffix} (only :unfused)")
+    """(strategy, threads, fusion, layout) of a system spec `NAME[@N][:unfused][:nolayout]`:
+    `@N` runs on N engine threads (dy.set_num_threads), `:unfused` with fusion off
+    (renew_cg(fusion=False)), `:nolayout` with the memory-layout pass off
+    (autobatch.engine.layout.set_layout(False))."""
+    spec, *suffixes = spec.split(":")
+    for suffix in suffixes:
+        if suffix not in SUFFIXES:
+            raise ValueError(f"unknown suffix :{suffix} in strategy {spec}:{suffix} "
+                             f"(only {', '.join(':' + s for s in SUFFIXES)})")
     strategy, _, threads = spec.partition("@")
-    return strategy, int(threads) if threads else 1, suffix != "unfused"
+    return (strategy, int(threads) if threads else 1, "unfused" not in suffixes,
+            "nolayout" not in suffixes)
 
 
 def check_systems(ap, specs):
-    """Exit through `ap.error` unless every `NAME[@N][:unfused]` names a registered
+    """Exit through `ap.error` unless every `NAME[@N][:suffix]` names a registered
     strategy, a thread count and a known suffix."""
     bad = [s for s in specs if "@" in s and not s.partition(":")[0].partition("@")[2].isdigit()]
     if bad:

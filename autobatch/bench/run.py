@@ -35,6 +35,7 @@ import numpy as np
 
 import autobatch as dy
 from autobatch.bench import blas, data, dynet_worker, options, tasks
+from autobatch.engine import layout
 from autobatch.bench.options import check_systems, parse_list, parse_system
 from autobatch.progress import progress as progress_bar
 
@@ -48,18 +49,20 @@ DYNET_NAMES = {0: "dynet", 1: "dynet-agenda"}    # by DyNet's autobatch setting
 class AutobatchSystem:
     """A task model with its own parameters and trainer, run under one strategy;
     `strategy@N` runs it on N engine threads (dy.set_num_threads), set before each step,
-    and `strategy:unfused` with fusion off (parse_system)."""
+    `strategy:unfused` with fusion off, `strategy:nolayout` with the memory-layout pass
+    off (parse_system)."""
 
     def __init__(self, task, strategy, hidden, seed, meta, lr, variant="builder"):
         self.name = strategy
         self.variant = variant
-        self.strategy, self.threads, self.fusion = parse_system(strategy)
+        self.strategy, self.threads, self.fusion, self.layout = parse_system(strategy)
         self.task = tasks.make(task, hidden, seed, meta, variant)
         self.trainer = dy.SimpleSGDTrainer(self.task.pc, lr)
 
     def step(self, batch):
         if dy.get_num_threads() != self.threads:
             dy.set_num_threads(self.threads)
+        layout.set_layout(self.layout)
         t0 = time.perf_counter()
         dy.renew_cg(strategy=self.strategy, fusion=self.fusion)
         loss = dy.esum([self.task.loss(inst) for inst in batch])

@@ -8,9 +8,11 @@ from autobatch.bench import data, experiment, options, run
 
 
 def test_system_specs():
-    assert options.parse_system("agenda") == ("agenda", 1, True)
-    assert options.parse_system("lookahead@2:unfused") == ("lookahead", 2, False)
-    with pytest.raises(ValueError, match="only :unfused"):
+    assert options.parse_system("agenda") == ("agenda", 1, True, True)
+    assert options.parse_system("lookahead@2:unfused") == ("lookahead", 2, False, True)
+    assert options.parse_system("agenda:nolayout") == ("agenda", 1, True, False)
+    assert options.parse_system("depth:unfused:nolayout") == ("depth", 1, False, False)
+    with pytest.raises(ValueError, match="only :unfused, :nolayout"):
         options.parse_system("agenda:fast")
     assert experiment.systems(["agenda", "depth"], ["on", "off"]) == \
         ["agenda", "agenda:unfused", "depth", "depth:unfused"]
