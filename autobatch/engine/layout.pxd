@@ -6,4 +6,4 @@ from autobatch.runtime.nodes cimport NodeView
 
 cdef bint layout_on() noexcept nogil
 cdef void layout_keys(Sched* s, int64_t count) noexcept nogil
-cdef int layout_order(Sched* s, const NodeView* v, int32_t* ids, int n) except -1 nogil
+cdef int layout_order(Sched* s, const NodeView* v, int32_t* ids, int n) except -1

@@ -21,13 +21,18 @@ stats()["operands"] counts the operands read in place, reused and copied.
 set_layout(False) turns it off (with the reuse of copied operands, kernels/common.pxd)."""
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport malloc, free, qsort
+from libc.string cimport memcpy
 
 from autobatch.runtime.nodes cimport Node, OpDef, arg_id, arg_is_shared
 from autobatch.engine.optable cimport op_table
+from autobatch.runtime.memory cimport grow
 
 cdef const OpDef* OPS = op_table()
 
 cdef bint _on = True
+
+cdef enum:
+    MAX_GROUPS = 8      # readers' signatures in one batch that a partition handles
 
 
 def set_layout(bint on):
@@ -101,22 +106,64 @@ cdef bint reads_in_place(const NodeView* v, const int32_t* ids, int n) noexcept 
     return False
 
 
-cdef int layout_order(Sched* s, const NodeView* v, int32_t* ids, int n) except -1 nogil:
+cdef int layout_order(Sched* s, const NodeView* v, int32_t* ids, int n) except -1:
     """Order the batch ids[0..n) (ascending) by reader, if its nodes' readers have
     more than one signature and the batch does not read an operand in place in id
-    order; else leave it."""
-    cdef int j
-    cdef int64_t sig0 = s.lkey[ids[0]] >> 32
+    order; else leave it. The readers' signatures are few: a stable partition by
+    signature gives the order whenever each part's readers ascend with its ids (a
+    reader made after the node it reads, as code builds them), else a sort."""
+    cdef int64_t sigs[MAX_GROUPS]
+    cdef int64_t sg
+    cdef int j, g, ng = 1, m = 0
+    sigs[0] = s.lkey[ids[0]] >> 32
     for j in range(1, n):
-        if s.lkey[ids[j]] >> 32 != sig0:
-            break
-    else:
+        sg = s.lkey[ids[j]] >> 32
+        g = 0
+        while g < ng and sigs[g] != sg:
+            g += 1
+        if g == ng:
+            if ng == MAX_GROUPS:
+                ng += 1                 # too many to partition: sort
+                break
+            sigs[ng] = sg
+            ng += 1
+    if ng == 1 or reads_in_place(v, ids, n):
         return 0
-    if reads_in_place(v, ids, n):
-        return 0
+    if ng > MAX_GROUPS:
+        return sort_by_key(s, ids, n)
+    cdef int32_t* out = <int32_t*>grow(s.lbuf, &s.cap_lbuf, n, sizeof(int32_t))
+    s.lbuf = out
+    insertion_sort(sigs, ng)
+    for g in range(ng):
+        for j in range(n):
+            if s.lkey[ids[j]] >> 32 == sigs[g]:
+                if m > 0 and s.lkey[out[m - 1]] >> 32 == sigs[g] and \
+                        s.lkey[out[m - 1]] > s.lkey[ids[j]]:
+                    return sort_by_key(s, ids, n)
+                out[m] = ids[j]
+                m += 1
+    memcpy(ids, out, n * sizeof(int32_t))
+    return 0
+
+
+cdef void insertion_sort(int64_t* a, int n) noexcept nogil:
+    cdef int i, j
+    cdef int64_t x
+    for i in range(1, n):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
+cdef int sort_by_key(Sched* s, int32_t* ids, int n) except -1:
+    """ids[0..n) by (key, id)."""
     cdef Keyed* k = <Keyed*>malloc(<size_t>n * sizeof(Keyed))
+    cdef int j
     if k == NULL:
-        return 0                    # id order: correct, only slower
+        raise MemoryError("autobatch: the layout pass's sort")
     for j in range(n):
         k[j].key = s.lkey[ids[j]]
         k[j].id = ids[j]

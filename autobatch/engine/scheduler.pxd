@@ -12,6 +12,8 @@ ctypedef struct Sched:
     int32_t* loc            # position in `needed`
     int64_t* lkey           # the layout pass's order key (engine/layout.pyx), set by
     bint layout             # sched_prepare when `layout` is on
+    int32_t* lbuf           # the layout pass's room to reorder a batch
+    int64_t cap_lbuf
     int64_t cap_nodes
     int32_t stamp
     # the needed nodes in id (= topological) order, and their consumers (CSR)

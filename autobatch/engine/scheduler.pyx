@@ -448,7 +448,7 @@ cdef void sched_release_ids(Sched* s, const NodeView* v, const int32_t* ids, int
 
 
 cdef void sched_free(Sched* s) noexcept nogil:
-    free(s.mark); free(s.depth); free(s.height); free(s.indeg); free(s.loc); free(s.lkey)
+    free(s.mark); free(s.depth); free(s.height); free(s.indeg); free(s.loc); free(s.lkey); free(s.lbuf)
     free(s.needed); free(s.cons_at); free(s.cons)
     free(s.rd_at); free(s.rd_n); free(s.avg_depth); free(s.avg_height); free(s.rd)
     free(s.active); free(s.active_pos); free(s.picked); free(s.fuse); free(s.sig_stamp); free(s.used)
