@@ -17,7 +17,7 @@ from autobatch.engine.fusion cimport chain_start, chain_backward
 from autobatch.kernels.weight_grads cimport flush_weight_grads, weight_grads_free, weight_grads_start
 from autobatch.runtime.nodes cimport (Node, OpDef, WeightGrads, F_NEEDS_GRAD, F_TRAINABLE,
                                F_GRAD_SET, grad_ready, NODE, ARG)
-from autobatch.engine.optable cimport op_table, OP_LOOKUP_BATCH
+from autobatch.engine.optable cimport op_table, OP_ADD, OP_LOOKUP_BATCH
 from autobatch.engine.parallel cimport run_kernel
 from autobatch.runtime.profile cimport P_KERNEL, P_MEMORY, prof_start, prof_stop
 from autobatch.runtime.memory cimport arena_alloc_or_raise, arena_check, arena_reset
@@ -178,23 +178,71 @@ cdef int assign_gradient_memory(const NodeView* v, const BatchLog* log, Sched* w
             memset(n.grad, 0, n.size * sizeof(float))
         else:
             n.grad = sink if work.mark[k] == st else zsink
-    cdef bint any_anc
+    cdef bint any_anc, whole_chain = False
     cdef int32_t* ids
     cdef float* g
+    cdef float* carried = NULL
     for bi in range(log.n):
         ids = log.ids + log.at[bi]
+        if not log.chained[bi]:
+            whole_chain = chain_all_ancestors(log, work, bi)
         any_anc = False
         for j in range(log.count[bi]):
             if work.mark[ids[j]] == st:
                 any_anc = True
         per = v.nodes[ids[0]].size
-        if any_anc:
+        if carried != NULL:                 # this stage's gradients are its arguments'
+            g = carried
+        elif any_anc:
             g = arena_alloc_or_raise(ctx.scratch, per * log.count[bi])
+        carried = g if whole_chain and add_stage_follows(v, log, bi) else NULL
         for j in range(log.count[bi]):      # non-ancestors: nothing writes them
             n = &v.nodes[ids[j]]
             n.grad = g + j * per if work.mark[ids[j]] == st else zsink
             n.flags = n.flags & ~F_GRAD_SET
     return 0
+
+
+# A fused `add` stage (x + y, no broadcasting) passes its gradient to its argument from
+# the previous stage unchanged: d(x + y)/dx = 1. When that argument has no other
+# consumer, the two share one gradient buffer, and the stage's backward skips the copy
+# (chain_backward in engine/fusion.pyx): the same numbers without a pass over memory.
+# Only for chains that backward runs fused (every node an ancestor of the target).
+
+cdef bint chain_all_ancestors(const BatchLog* log, const Sched* work, int64_t first) noexcept nogil:
+    """Whether every node of the chain that starts at batch `first` (its producer;
+    the stages follow, flagged chained) is an ancestor of the target."""
+    cdef int64_t k = first
+    cdef int32_t j
+    cdef const int32_t* ids
+    while k < log.n and (k == first or log.chained[k]):
+        ids = log.ids + log.at[k]
+        for j in range(log.count[k]):
+            if work.mark[ids[j]] != work.stamp:
+                return False
+        k += 1
+    return True
+
+
+cdef bint add_stage_follows(const NodeView* v, const BatchLog* log, int64_t bi) noexcept nogil:
+    """Whether batch bi + 1 is a fused `add` stage whose node j takes node j of batch
+    bi (its only consumer, and that node wants a gradient) as exactly one argument."""
+    if bi + 1 >= log.n or not log.chained[bi + 1]:
+        return False
+    cdef const int32_t* prev = log.ids + log.at[bi]
+    cdef const int32_t* stage = log.ids + log.at[bi + 1]
+    cdef int32_t j, p
+    cdef const Node* c
+    if v.nodes[stage[0]].op != OP_ADD:
+        return False
+    for j in range(log.count[bi + 1]):
+        p = prev[j]
+        c = &v.nodes[stage[j]]
+        if v.nodes[p].uses != 1 or not v.nodes[p].flags & F_NEEDS_GRAD:
+            return False
+        if (v.args[c.args_at] == p) == (v.args[c.args_at + 1] == p):
+            return False
+    return True
 
 
 cdef void mark_used_rows(const NodeView* v, const RowMark* marks, int64_t n,

@@ -295,10 +295,16 @@ cdef void stage_backward(const NodeView* v, const int32_t* ids, int j0, int j1,
                              first_write(x, c))
             continue
         y = &v.nodes[arg_of(v, ids[j], 1)]
-        if x.flags & F_NEEDS_GRAD:
+        # an argument sharing c's gradient buffer (an `add` stage's previous stage:
+        # assign_gradient_memory in engine/backward.pyx) already holds its gradient
+        if x.grad == c.grad:
+            grad_mark(x)
+        elif x.flags & F_NEEDS_GRAD:
             op.math.bbwd_x(x.grad, 1, x.val, 1, y.val, 1, c.val, c.grad, c.size,
                            first_write(x, c))
-        if y.flags & F_NEEDS_GRAD:
+        if y.grad == c.grad:
+            grad_mark(y)
+        elif y.flags & F_NEEDS_GRAD:
             op.math.bbwd_y(y.grad, 1, x.val, 1, y.val, 1, c.val, c.grad, c.size,
                            first_write(y, c))
 

@@ -59,7 +59,7 @@ cdef int defop(int op, const char* name, int nargs, KernelFn fwd, KernelFn bwd,
     # these backward kernels assign an argument's gradient on its first write
     OPS[op].first_write = (bwd == unary_bwd or bwd == binary_bwd or bwd == matmul_bwd
                            or bwd == affine_bwd or bwd == softmax_bwd or bwd == picknls_bwd
-                           or bwd == lstm_gates_bwd or bwd == lstm_cell_bwd)
+                           or bwd == lstm_gates_bwd or bwd == lstm_cell_bwd or bwd == concat_bwd)
     return 0
 
 cdef int defleaf(int op, const char* name) except -1:

@@ -31,12 +31,16 @@ cdef void concat_fwd(Batch* b) noexcept nogil:
             off += x.d[d]
 
 cdef void concat_bwd(Batch* b) noexcept nogil:
+    # first_write: an argument's gradient not written yet is assigned its slices (a
+    # copy; each slice of it once, a broadcast one by batch element 0), else added to
     cdef Node* n0 = NODE(b, 0)
     cdef int nargs = n0.nargs, d = n0.attr.axis.dim, m = elems(n0), T = n0.d[d]
     cdef int inner, outer, j, a, k, o, i, off, xb, run
     cdef Node* x
     cdef float* dy
     cdef float* dx
+    cdef const float* src
+    cdef bint fresh
     along_dim(n0, d, &inner, &outer)
     for j in range(b.n):
         dy = NODE(b, j).grad
@@ -46,11 +50,17 @@ cdef void concat_bwd(Batch* b) noexcept nogil:
             xb = 0 if x.bs == 1 else elems(x)
             run = inner * x.d[d]
             if x.flags & F_NEEDS_GRAD:
+                fresh = grad_fresh(x)
+                grad_mark(x)
                 for k in range(n0.bs):
                     for o in range(outer):
                         dx = x.grad + k * xb + o * run
-                        for i in range(run):
-                            dx[i] += dy[k * m + (o * T + off) * inner + i]
+                        src = dy + k * m + (o * T + off) * inner
+                        if fresh and (xb != 0 or k == 0):
+                            memcpy(dx, src, run * sizeof(float))
+                        else:
+                            for i in range(run):
+                                dx[i] += src[i]
             off += x.d[d]
 
 cdef void concat_to_batch_fwd(Batch* b) noexcept nogil:

@@ -51,6 +51,19 @@ CASES = {
     # stacked operands of different chain lengths: not contiguous, scattered back
     "scatter": lambda p, i: p[1] * (lambda x: [x := dy.tanh(x) for _ in range(i + 1)][-1])(
         p[0] * (vec(i) + p[2])),
+    # concatenation first: each argument's gradient assigned from its slice
+    "concat-first": lambda p, i: dy.tanh(dy.concatenate([p[0] * (vec(i) + p[2]),
+                                                         p[1] * dy.tanh(p[0] * p[2])])),
+    # ... the same node twice in one concatenation: assign, then add
+    "concat-same-twice": lambda p, i: (lambda x: dy.tanh(dy.concatenate([x, x])))(
+        p[0] * (vec(i) + p[2])),
+    # ... along rows of matrices: several slices per argument
+    "concat-rows": lambda p, i: (lambda x, y: dy.tanh(dy.concatenate(
+        [dy.concatenate_cols([x, y]), dy.concatenate_cols([y, x])], d=0)))(
+        p[0] * (vec(i) + p[2]), p[1] * dy.tanh(p[0] * p[2])),
+    # ... an unbatched argument beside a batched one: batch element 0 assigns, 1 adds
+    "concat-broadcast": lambda p, i: dy.sum_batches(dy.tanh(dy.concatenate(
+        [p[0] * (vec(i) + p[2]), dy.inputTensor(np.ones((3, 2)) * (i + 1), batched=True)]))),
     # affine_transform: bias and two products
     "affine": lambda p, i: dy.affine_transform([dy.tanh(p[0] * p[2]), p[1], dy.tanh(p[0] * vec(i)),
                                                 p[1], dy.logistic(p[0] * vec(i))]),
