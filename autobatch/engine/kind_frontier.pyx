@@ -2,17 +2,19 @@
 """The ready frontier by kind, for the learned strategy (engine/learned.pyx).
 
 Its state is the set of kinds with a ready signature and its action a kind, run as
-that kind's ready signature of lowest average depth (then lowest id). Both are kept
-up to date instead of found by a pass over the ready signatures at every pick: the
+that kind's ready signature of lowest average depth (then lowest id); in a state it
+does not know, its fallback chooses among all ready signatures. All three are kept up
+to date instead of found by a pass over the ready signatures at every pick: the
 scheduler's list of active signatures only grows at its end as batches are released
 (make_ready appends) and loses at most the signature a take emptied (it moves the last
 one into its place), so after kf_taken the signatures active[seen:] are the ones that
-became ready since, and kf_state counts them. Per kind, a heap of its active
-signatures keyed by average depth (fixed for a forward) gives its choice; an entry of
-a signature that is no longer active is dropped when it comes to the top, and one
-that became active again is valid again. A pick costs the signatures that became
-ready since the last one, times the logarithm of a kind's signatures, where a pass
-over the frontier costs all of them."""
+became ready since, and kf_state counts them. Heaps of active signatures, per kind by
+average depth and one of all of them in the fallback's order (agenda's: average
+depth; lookahead's: critical's average height first), give the choices: their keys
+are fixed for a forward; an entry of a signature that is no longer active is dropped
+when it comes to the top, and one that became active again is valid again. A pick
+costs the signatures that became ready since the last one, times a logarithm, where a
+pass over the frontier costs all of them."""
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memset
@@ -21,9 +23,10 @@ from autobatch.runtime.memory cimport grow, resize
 from autobatch.engine.kinds cimport mix64
 
 
-cdef int kf_begin(Sched* s, int64_t n_kinds) except -1:
+cdef int kf_begin(Sched* s, int64_t n_kinds, int order) except -1:
     """An empty frontier for this forward (s.kind set for the signatures in s.used; none
-    active yet or all of them to count): per kind, room for a heap of its signatures."""
+    active yet or all of them to count): per kind, room for a heap of its signatures;
+    a heap of all of them in `order` (ORDER_NONE: none kept)."""
     cdef KindFrontier* f = &s.kf
     cdef int64_t p, cap = f.cap_kinds
     cdef int32_t acc = 0, c, g
@@ -34,57 +37,74 @@ cdef int kf_begin(Sched* s, int64_t n_kinds) except -1:
         f.cap_kinds = cap
     f.heap = <int32_t*>grow(f.heap, &f.cap_heap, s.n_used + 1, sizeof(int32_t))
     f.in_heap = <char*>grow(f.in_heap, &f.cap_in_heap, s.cap_sigs, sizeof(char))
+    f.top = <int32_t*>grow(f.top, &f.cap_top, s.n_used + 1, sizeof(int32_t))
+    f.in_top = <char*>grow(f.in_top, &f.cap_in_top, s.cap_sigs, sizeof(char))
     f.n_kinds = n_kinds
+    f.order = order
     memset(f.ready, 0, n_kinds * sizeof(int32_t))
     memset(f.heap_n, 0, n_kinds * sizeof(int32_t))
     for p in range(s.n_used):               # heap_n counts the kind's signatures first
         g = s.used[p]
         f.heap_n[s.kind[g]] += 1
         f.in_heap[g] = 0
+        f.in_top[g] = 0
     for c in range(n_kinds):
         f.heap_at[c] = acc
         acc += f.heap_n[c]
         f.heap_n[c] = 0
+    f.top_n = 0
     f.seen = 0
     f.sum = 0
     f.present = 0
     return 0
 
 
-cdef inline bint before(const Sched* s, int32_t a, int32_t b) noexcept nogil:
+cdef inline bint before(const Sched* s, int order, int32_t a, int32_t b) noexcept nogil:
+    """Whether signature a comes before b: ORDER_DEPTH, by average depth (agenda's
+    order; within a kind, the action's); ORDER_HEIGHT, by average height, the highest
+    first, then by depth (critical_sig's order, which lookahead starts from); then by id."""
+    if order == ORDER_HEIGHT and s.avg_height[a] != s.avg_height[b]:
+        return s.avg_height[a] > s.avg_height[b]
     return s.avg_depth[a] < s.avg_depth[b] or (s.avg_depth[a] == s.avg_depth[b] and a < b)
 
 
-cdef void heap_push(Sched* s, int32_t c, int32_t g) noexcept nogil:
-    cdef int32_t* h = s.kf.heap + s.kf.heap_at[c]
-    cdef int32_t k = s.kf.heap_n[c], up
-    s.kf.heap_n[c] = k + 1
+cdef void heap_push(const Sched* s, int order, int32_t* h, int32_t* n, int32_t g) noexcept nogil:
+    cdef int32_t k = n[0], up
+    n[0] = k + 1
     while k > 0:
         up = (k - 1) >> 1
-        if not before(s, g, h[up]):
+        if not before(s, order, g, h[up]):
             break
         h[k] = h[up]
         k = up
     h[k] = g
 
 
-cdef void heap_pop(Sched* s, int32_t c) noexcept nogil:
-    cdef int32_t* h = s.kf.heap + s.kf.heap_at[c]
-    cdef int32_t n = s.kf.heap_n[c] - 1, k = 0, child
-    cdef int32_t last = h[n]
-    s.kf.heap_n[c] = n
+cdef void heap_pop(const Sched* s, int order, int32_t* h, int32_t* n) noexcept nogil:
+    cdef int32_t size = n[0] - 1, k = 0, child
+    cdef int32_t last = h[size]
+    n[0] = size
     while True:
         child = 2 * k + 1
-        if child >= n:
+        if child >= size:
             break
-        if child + 1 < n and before(s, h[child + 1], h[child]):
+        if child + 1 < size and before(s, order, h[child + 1], h[child]):
             child += 1
-        if not before(s, h[child], last):
+        if not before(s, order, h[child], last):
             break
         h[k] = h[child]
         k = child
-    if n > 0:
+    if size > 0:
         h[k] = last
+
+
+cdef inline int32_t first_active(const Sched* s, int order, int32_t* h, int32_t* n,
+                                 char* in_heap) noexcept nogil:
+    """The heap's first signature that is active (one is), stale entries dropped."""
+    while s.active_pos[h[0]] < 0:           # run since it was pushed
+        in_heap[h[0]] = 0
+        heap_pop(s, order, h, n)
+    return h[0]
 
 
 cdef uint64_t kf_state(Sched* s, const uint64_t* kind_hash) noexcept nogil:
@@ -102,7 +122,10 @@ cdef uint64_t kf_state(Sched* s, const uint64_t* kind_hash) noexcept nogil:
         f.ready[c] += 1
         if not f.in_heap[g]:
             f.in_heap[g] = 1
-            heap_push(s, c, g)
+            heap_push(s, ORDER_DEPTH, f.heap + f.heap_at[c], f.heap_n + c, g)
+        if f.order != ORDER_NONE and not f.in_top[g]:
+            f.in_top[g] = 1
+            heap_push(s, f.order, f.top, &f.top_n, g)
     f.seen = s.n_active
     return mix64(f.sum ^ <uint64_t>f.present)
 
@@ -110,26 +133,14 @@ cdef uint64_t kf_state(Sched* s, const uint64_t* kind_hash) noexcept nogil:
 cdef int32_t kf_best(Sched* s, int32_t kind) noexcept nogil:
     """The active signature of `kind` of lowest average depth, then lowest id (the kind
     has one: s.kf.ready[kind] > 0, counted by kf_state)."""
-    cdef int32_t* h = s.kf.heap + s.kf.heap_at[kind]
-    while s.active_pos[h[0]] < 0:           # run since it was pushed: stale
-        s.kf.in_heap[h[0]] = 0
-        heap_pop(s, kind)
-    return h[0]
+    return first_active(s, ORDER_DEPTH, s.kf.heap + s.kf.heap_at[kind], s.kf.heap_n + kind,
+                        s.kf.in_heap)
 
 
-cdef bint kf_was_first(Sched* s, int32_t sig) noexcept nogil:
-    """After a take of signature sig chosen by another rule (before kf_taken): whether
-    choosing its kind would have taken the same batch, i.e. the take emptied it and it
-    was its kind's first active signature by (average depth, id). Drops the stale
-    entries above it."""
-    cdef int32_t c = s.kind[sig]
-    cdef int32_t* h = s.kf.heap + s.kf.heap_at[c]
-    if s.active_pos[sig] >= 0:              # some of its ready nodes stay (by depth)
-        return False
-    while s.kf.heap_n[c] > 0 and h[0] != sig and s.active_pos[h[0]] < 0:
-        s.kf.in_heap[h[0]] = 0
-        heap_pop(s, c)
-    return s.kf.heap_n[c] > 0 and h[0] == sig
+cdef int32_t kf_first(Sched* s) noexcept nogil:
+    """The first active signature in the order kf_begin was given (not ORDER_NONE; after
+    kf_state, with one active): agenda's choice, or critical_sig's."""
+    return first_active(s, s.kf.order, s.kf.top, &s.kf.top_n, s.kf.in_top)
 
 
 cdef void kf_taken(Sched* s, int32_t sig, const uint64_t* kind_hash) noexcept nogil:
@@ -174,13 +185,13 @@ cdef bint kf_checks() noexcept nogil:
 
 
 cdef int kf_verify(Sched* s, const uint64_t* kind_hash) except -1:
-    """The kept counts, hash and per-kind choices against a pass over s.active (right
-    after kf_state)."""
+    """The kept counts, hash and choices against a pass over s.active (right after
+    kf_state)."""
     cdef KindFrontier* f = &s.kf
     cdef int32_t* count = <int32_t*>resize(NULL, f.n_kinds + 1, sizeof(int32_t))
     cdef int32_t* best = <int32_t*>resize(NULL, f.n_kinds + 1, sizeof(int32_t))
     cdef int64_t k, present = 0
-    cdef int32_t g, c
+    cdef int32_t g, c, first = -1
     cdef uint64_t total = 0
     global CHECKED
     CHECKED += 1
@@ -189,12 +200,14 @@ cdef int kf_verify(Sched* s, const uint64_t* kind_hash) except -1:
         for k in range(s.n_active):
             g = s.active[k]
             c = s.kind[g]
-            if count[c] == 0 or before(s, g, best[c]):
+            if count[c] == 0 or before(s, ORDER_DEPTH, g, best[c]):
                 best[c] = g
             if count[c] == 0:
                 present += 1
                 total += mix64(kind_hash[c])
             count[c] += 1
+            if f.order != ORDER_NONE and (first < 0 or before(s, f.order, g, first)):
+                first = g
         if f.seen != s.n_active or present != f.present or total != f.sum:
             raise AssertionError(f"kept frontier: {f.present} kinds, {f.seen} signatures "
                                  f"counted; a pass: {present}, {s.n_active}")
@@ -202,6 +215,8 @@ cdef int kf_verify(Sched* s, const uint64_t* kind_hash) except -1:
             if count[c] != f.ready[c] or (count[c] and kf_best(s, c) != best[c]):
                 raise AssertionError(f"kind {c}: kept {f.ready[c]} active signatures, "
                                      f"a pass {count[c]} (its first: {best[c]})")
+        if first >= 0 and kf_first(s) != first:
+            raise AssertionError(f"the fallback's first: kept {kf_first(s)}, a pass {first}")
     finally:
         free(count)
         free(best)

@@ -54,7 +54,6 @@ cdef class LearnedStrategy(BuiltinStrategy):
     cdef int32_t* tr_state
     cdef int32_t* tr_kind
     cdef int32_t* tr_cost               # batches run: 1 + the fused stages
-    cdef int32_t* tr_how                # by the policy or by the fallback (engine/learned.pyx)
     cdef int64_t ep_batches             # batches of the last episode (its steps: returned)
     cdef int64_t cap_tr
     cdef int32_t* stage

@@ -18,7 +18,10 @@ its first graph, and again on a later one (up to `graphs` in all) when the repla
 the previous one met states it did not know in more than 2% of its batches.
 
 Replay (learned_pick, once per batch): the state's hash, one probe, the kept kind; a
-state never learned falls back to a built-in strategy (lookahead by default)."""
+state never learned falls back to a built-in strategy (lookahead by default). The
+state, each kind's signature and agenda's or lookahead's choice as a fallback are kept
+up to date as batches are taken and released (engine/kind_frontier.pyx), not found by
+a pass over the frontier."""
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
@@ -28,10 +31,11 @@ from autobatch.runtime.memory cimport grow, resize
 from autobatch.runtime.profile cimport prof_now
 from autobatch.engine.fusion cimport consumer_stage, fusion_defers
 from autobatch.engine.kinds cimport mix64, find_slot, rehashed, kind_key
-from autobatch.engine.kind_frontier cimport (kf_begin, kf_best, kf_state, kf_taken,
-                                             kf_was_first, kf_checks, kf_verify)
-from autobatch.engine.scheduler cimport (sched_prepare, sched_push_initial, sched_release,
-                                         sched_release_ids, sched_take)
+from autobatch.engine.kind_frontier cimport (ORDER_NONE, ORDER_DEPTH, ORDER_HEIGHT, kf_begin,
+                                             kf_best, kf_first, kf_state, kf_taken,
+                                             kf_checks, kf_verify)
+from autobatch.engine.scheduler cimport (sched_feeder, sched_prepare, sched_push_initial,
+                                         sched_release, sched_release_ids, sched_take)
 from autobatch.engine.strategies cimport (S_LEARNED, S_AGENDA, S_CRITICAL, S_DEPTH,
                                           S_LOOKAHEAD, pick_batch)
 from autobatch.engine.strategies import register_strategy
@@ -182,17 +186,10 @@ cdef int32_t explore(LearnedStrategy st, Sched* s) noexcept nogil:
     return st.present[<int64_t>(uniform(st) * n)]
 
 
-# how a batch was chosen (take's `how`)
-cdef enum:
-    BY_POLICY, BY_FALLBACK_AS_KIND, BY_FALLBACK
-
-
 cdef int take(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
-              int32_t chosen, int32_t* kind, int32_t* how) except -1:
+              int32_t chosen, int32_t* kind) except -1:
     """Run kind `chosen` if it is on the frontier (kf_state counted it), else the
-    fallback's choice; its kind in kind[0], in how[0] whether the policy chose it or
-    the fallback did (BY_FALLBACK_AS_KIND: the batch that kind would have run).
-    Returns the batch's size."""
+    fallback's choice; its kind in kind[0]; returns the batch's size."""
     cdef int n
     cdef int32_t g
     if kf_checks():
@@ -200,14 +197,27 @@ cdef int take(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* s
     if chosen >= 0 and s.kf.ready[chosen] > 0:
         g = kf_best(s, chosen)
         n = sched_take(s, g, ALL_DEPTHS)
-        how[0] = BY_POLICY
     else:
-        n = pick_batch(st.fallback_sid, None, s, v, sigs)
+        n = fallback_take(st, s, v, sigs)
         g = v.nodes[s.picked[0]].sig
-        how[0] = BY_FALLBACK_AS_KIND if kf_was_first(s, g) else BY_FALLBACK
     kf_taken(s, g, st.kind_hash)
     kind[0] = s.kind[g]
     return n
+
+
+cdef int fallback_take(LearnedStrategy st, Sched* s, const NodeView* v,
+                       const SigTable* sigs) except -1:
+    """The fallback's batch. agenda's and lookahead's choices come from the frontier's
+    kept heap in their order (the same signature as their pass over the frontier finds)
+    when it is kept in that order, others' from their pass."""
+    cdef int32_t g, feeder
+    if st.fallback_sid == S_AGENDA and s.kf.order == ORDER_DEPTH:
+        return sched_take(s, kf_first(s), ALL_DEPTHS)
+    if st.fallback_sid == S_LOOKAHEAD and s.kf.order == ORDER_HEIGHT:
+        g = kf_first(s)                     # critical_sig's choice, then its feeder first
+        feeder = sched_feeder(s, v, g)
+        return sched_take(s, g if feeder < 0 else feeder, ALL_DEPTHS)
+    return pick_batch(st.fallback_sid, None, s, v, sigs)
 
 
 cdef int64_t simulate_fusion(LearnedStrategy st, Sched* s, const NodeView* v, int n) except -1:
@@ -229,6 +239,13 @@ cdef int64_t simulate_fusion(LearnedStrategy st, Sched* s, const NodeView* v, in
     return nst
 
 
+cdef inline int fallback_order(LearnedStrategy st) noexcept:
+    """The order in which the frontier keeps its signatures for the fallback."""
+    if st.fallback_sid == S_AGENDA:
+        return ORDER_DEPTH
+    return ORDER_HEIGHT if st.fallback_sid == S_LOOKAHEAD else ORDER_NONE
+
+
 cdef int restart(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
                  int64_t count) except -1:
     """The frontier of the forward's start again. A new stamp: sched_prepare takes a
@@ -238,7 +255,7 @@ cdef int restart(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable
     s.stamp += 1
     sched_prepare(s, v, sigs.n, count, True, True, fusion_defers())
     sched_push_initial(s, v, count)
-    kf_begin(s, st.n_kinds)
+    kf_begin(s, st.n_kinds, fallback_order(st))
     return 0
 
 
@@ -275,10 +292,9 @@ cdef int64_t episode(LearnedStrategy st, Sched* s, const NodeView* v, const SigT
 cdef int64_t walk(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
                   int64_t count, bint fusion, double eps, bint greedy_q,
                   bint heuristic) except -1:
-    """The batches of one episode, their states, kinds and how they were chosen in
-    st.tr_state, st.tr_kind, st.tr_how."""
+    """The batches of one episode, their states and kinds in st.tr_state, st.tr_kind."""
     cdef int64_t remaining = count, t = 0, nst, k
-    cdef int32_t si, chosen, kind, how
+    cdef int32_t si, chosen, kind
     cdef int n, j
     while remaining > 0:
         si = state_intern(st, kf_state(s, st.kind_hash))
@@ -288,10 +304,9 @@ cdef int64_t walk(LearnedStrategy st, Sched* s, const NodeView* v, const SigTabl
             chosen = -1
         else:
             chosen = st.st_best[si] if greedy_q else st.st_pol[si]
-        n = take(st, s, v, sigs, chosen, &kind, &how)
+        n = take(st, s, v, sigs, chosen, &kind)
         st.tr_state[t] = si
         st.tr_kind[t] = kind
-        st.tr_how[t] = how
         t += 1
         for j in range(n):
             v.nodes[s.picked[j]].flags |= F_DONE
@@ -304,9 +319,8 @@ cdef int64_t walk(LearnedStrategy st, Sched* s, const NodeView* v, const SigTabl
     return t
 
 
-# policy entries besides kinds: not known; known, the fallback chooses; and while
-# adopt_fallback runs, the fallback chose kinds that differ, or kind k (ADOPT - k)
-cdef int32_t UNKNOWN = -1, FALL_BACK = -2, MIXED = -3, ADOPT = -4
+# policy entries besides kinds: not known; known, the fallback chooses
+cdef int32_t UNKNOWN = -1, FALL_BACK = -2
 
 
 cdef int64_t replay(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
@@ -357,7 +371,6 @@ cdef int learn_graph(LearnedStrategy st, Sched* s, const NodeView* v, const SigT
     st.tr_state = <int32_t*>grow(st.tr_state, &st.cap_tr, count + 1, sizeof(int32_t))
     st.tr_kind = <int32_t*>resize(st.tr_kind, st.cap_tr, sizeof(int32_t))
     st.tr_cost = <int32_t*>resize(st.tr_cost, st.cap_tr, sizeof(int32_t))
-    st.tr_how = <int32_t*>resize(st.tr_how, st.cap_tr, sizeof(int32_t))
     best = replay(st, s, v, sigs, count, fusion)
     for k in range(N_DEMOS):
         st.fallback_sid = DEMOS[k]
@@ -373,36 +386,7 @@ cdef int learn_graph(LearnedStrategy st, Sched* s, const NodeView* v, const SigT
             found = episode(st, s, v, sigs, count, fusion, 0, True, False)
             best = consider(st, s, v, sigs, count, fusion, found, best)
     st.last_planned = best
-    adopt_fallback(st, s, v, sigs, count, fusion)
     restart(st, s, v, sigs, count)              # the real run starts afresh
-    return 0
-
-
-cdef int adopt_fallback(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
-                        int64_t count, bint fusion) except -1:
-    """The kept replay once more: a state where it asked the fallback, which chose the
-    same kind every time and the batch that kind runs, gets that kind as its entry. The
-    replay of this graph stays the planned one, and a forward asks the fallback (a pass
-    over the frontier) only where a kind cannot say what it chose, and in states it
-    never learned."""
-    cdef int64_t t = episode(st, s, v, sigs, count, fusion, 0, False, False), k
-    cdef int32_t si, p, kind
-    for k in range(t):
-        si = st.tr_state[k]
-        p = st.st_pol[si]
-        kind = st.tr_kind[k]
-        if st.tr_how[k] == BY_POLICY or p >= 0:
-            continue
-        if p == UNKNOWN or p == FALL_BACK:          # its first step in this replay
-            st.st_pol[si] = ADOPT - kind if st.tr_how[k] == BY_FALLBACK_AS_KIND else MIXED
-        elif p <= ADOPT and (p != ADOPT - kind or st.tr_how[k] != BY_FALLBACK_AS_KIND):
-            st.st_pol[si] = MIXED
-    for k in range(t):
-        si = st.tr_state[k]
-        if st.st_pol[si] <= ADOPT:
-            st.st_pol[si] = ADOPT - st.st_pol[si]
-        elif st.st_pol[si] == MIXED:
-            st.st_pol[si] = FALL_BACK
     return 0
 
 
@@ -436,7 +420,7 @@ cdef int learned_begin(LearnedStrategy st, Sched* s, const NodeView* v, const Si
     the kinds of its signatures, and learning when its model asks for it."""
     cdef double t0 = prof_now()
     cdef int32_t m = model_intern(st, classify(st, s, v, sigs))
-    kf_begin(s, st.n_kinds)
+    kf_begin(s, st.n_kinds, fallback_order(st))
     s.learn_model = m
     s.learn_picks = s.learn_misses = s.learn_fallbacks = 0
     if st.md_graphs[m] == 0 or (st.md_graphs[m] < st.graphs and st.md_miss[m] > RELEARN_MISSES):
@@ -451,15 +435,14 @@ cdef int learned_pick(LearnedStrategy st, Sched* s, const NodeView* v,
                       const SigTable* sigs) except -1:
     """The next batch: the kept policy's kind for the frontier's state, or the
     fallback's choice for a state it does not know."""
-    cdef int32_t si = state_find(st, kf_state(s, st.kind_hash)), kind, how
+    cdef int32_t si = state_find(st, kf_state(s, st.kind_hash)), kind
     cdef int32_t chosen = st.st_pol[si] if si >= 0 else UNKNOWN
     s.learn_picks += 1
-    if chosen == UNKNOWN or (chosen >= 0 and s.kf.ready[chosen] == 0):
-        s.learn_misses += 1
-    cdef int n = take(st, s, v, sigs, chosen, &kind, &how)
-    if how != BY_POLICY:
+    if chosen < 0 or s.kf.ready[chosen] == 0:
         s.learn_fallbacks += 1
-    return n
+        if chosen != FALL_BACK:             # unknown state, or its kind not ready
+            s.learn_misses += 1
+    return take(st, s, v, sigs, chosen, &kind)
 
 
 cdef void learned_end(LearnedStrategy st, Sched* s) noexcept:

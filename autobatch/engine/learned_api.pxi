@@ -64,8 +64,7 @@ cdef class LearnedStrategy(BuiltinStrategy):
         free(self.ac_kind); free(self.ac_next); free(self.ac_q)
         free(self.md_key); free(self.md_graphs); free(self.md_miss); free(self.md_fallback)
         free(self.md_table)
-        free(self.tr_state); free(self.tr_kind); free(self.tr_cost); free(self.tr_how)
-        free(self.stage)
+        free(self.tr_state); free(self.tr_kind); free(self.tr_cost); free(self.stage)
 
     def reset(self):
         """Forget everything learned (kinds, states, models); the random stream starts

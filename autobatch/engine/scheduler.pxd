@@ -18,6 +18,14 @@ ctypedef struct KindFrontier:
     int64_t seen            # the signatures active[0 : seen) are counted
     uint64_t sum            # the sum of mix64(kind hash) over the kinds with one active
     int64_t present         # the kinds with an active signature
+    # the fallback's choice: every active signature in one heap by the fallback's order
+    # (agenda's or critical's, or none kept), stale entries as in the kinds' heaps
+    int order
+    int32_t* top
+    int64_t cap_top
+    int32_t top_n
+    char* in_top            # per signature
+    int64_t cap_in_top
 
 ctypedef struct Sched:
     # per node (indexed by node id; grown with the graph)

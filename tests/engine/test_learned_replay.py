@@ -1,11 +1,9 @@
 """The learned strategy's replay (autobatch/engine/learned.pyx) and the frontier by kind
-it keeps (engine/kind_frontier.pyx): the state and each kind's signature, kept up to
-date as batches are taken and released, equal those of a pass over the ready
-signatures at every pick, while learning and replaying, on the bench's workloads and
-on random graphs; a forward prepares what its fallback reads, so the fallback chooses
-as the strategy of that name does; and after learning, a state where the fallback
-always chose one kind's batch replays that kind without asking the fallback, still
-reproducing the planned schedule."""
+it keeps (engine/kind_frontier.pyx): the state, each kind's signature and the
+fallback's choice, kept up to date as batches are taken and released, equal those of
+a pass over the ready signatures at every pick, while learning and replaying, on the
+bench's workloads and on random graphs; and a forward prepares what its fallback
+reads, so that the fallback chooses as the strategy of that name does."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -120,22 +118,3 @@ def test_each_fallback_chooses_as_its_strategy():
         info = learned.info()
         assert info["models"] == 1 and info["graphs_learned"] == 1
         assert info["last_miss_rate"][0] > 0.5
-
-
-@pytest.mark.parametrize("task", ["nmt-dot", "lattice-lstm", "typed-treenn"])
-def test_replay_asks_the_fallback_less_and_keeps_the_plan(task, checked):
-    """After learning, states where the kept replay asked the fallback and it chose one
-    kind's batch each time have that kind as their entry: the forward of the graph
-    learned on still runs the planned schedule (the same batches as the replay that
-    was planned, with every pick checked), and again when run twice."""
-    meta, inst = data.make(task, PER_GRAPH, seed=2)
-    model = tasks.make(task, hidden=HIDDEN, seed=2, meta=meta)
-    learned = dy.LearnedStrategy(seed=4, episodes=10)
-
-    def build():
-        return dy.esum([model.loss(i) for i in inst])
-
-    first = forward(build, learned)
-    assert len(first) == learned.info()["planned_batches"]
-    assert forward(build, learned) == first
-    assert learned.info()["graphs_learned"] == 1
