@@ -42,6 +42,8 @@ MOD_NAMES = [
     "autobatch.engine.executor",        # running batches forward
     "autobatch.engine.fusion",          # fused elementwise chains
     "autobatch.engine.layout",          # the order of a batch's outputs in memory
+    "autobatch.engine.kinds",           # a signature's kind: named without node ids
+    "autobatch.engine.kind_frontier",   # the ready frontier by kind, kept as it changes
     "autobatch.engine.learned",         # a batching policy learned per model (Q-learning)
     "autobatch.engine.forward",         # the forward loop: pick, run, fuse, release
     "autobatch.engine.backward",        # the reverse pass

@@ -28,7 +28,7 @@ cdef int run_forward(NodeView* v, Batch* ctx, Sched* sched, BatchLog* log, SigTa
     cdef double t1
     cdef int64_t pos, first, k, fused
     cdef int n
-    cdef bint layout
+    cdef bint heights, feeders, layout
     if strategy_id == S_NONE:
         # creation order is a topological order; every node is its own batch
         t1 = prof_now()
@@ -39,11 +39,14 @@ cdef int run_forward(NodeView* v, Batch* ctx, Sched* sched, BatchLog* log, SigTa
         t_run[0] += prof_now() - t1
         return 0
     t1 = prof_now()
+    heights = strategy_id != S_AGENDA and strategy_id != S_DEPTH
+    feeders = strategy_id == S_LOOKAHEAD or strategy_id == S_COST
+    if strategy_id == S_LEARNED:        # what its fallback reads (its learning: all)
+        heights = (<LearnedStrategy>strategy).reads_heights
+        feeders = (<LearnedStrategy>strategy).reads_feeders
     layout = layout_on()
     sched.layout = layout
-    sched_prepare(sched, v, sigs.n, count,
-                  strategy_id != S_AGENDA and strategy_id != S_DEPTH,
-                  strategy_id == S_LOOKAHEAD or strategy_id == S_COST or strategy_id == S_LEARNED,
+    sched_prepare(sched, v, sigs.n, count, heights, feeders,
                   strategy_id == S_COST or (fusion and fusion_defers()))
     sched_push_initial(sched, v, count)
     if strategy_id == S_LEARNED:        # its kinds, and learning on simulations

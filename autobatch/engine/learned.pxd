@@ -17,16 +17,17 @@ cdef class LearnedStrategy(BuiltinStrategy):
     cdef readonly str fallback
     """The built-in strategy that chooses in a state the policy does not know."""
     cdef int fallback_sid
+    # what a forward's frontier is prepared with: what the fallback reads (learning
+    # prepares both for the heuristics it learns from)
+    cdef bint reads_heights, reads_feeders
     cdef uint64_t rng
     # kinds: a signature with its weights named by identity, not by node id
     cdef uint64_t* kind_hash
     cdef int32_t* kind_table            # open addressing: kind id or -1
     cdef int64_t n_kinds, cap_kinds, kind_table_size
-    # per kind, the frontier's best signature of that kind at the current pick
+    # per kind, a mark (== tick: seen by the current pass) and the kinds a pass found
     cdef uint64_t* kind_seen
-    cdef int32_t* kind_sig
-    cdef int32_t* present               # the kinds on the frontier at the current pick
-    cdef int64_t n_present
+    cdef int32_t* present
     cdef uint64_t tick
     # states: a frontier's set of kinds (its hash); per state its Q list and policy
     cdef uint64_t* st_key
@@ -41,10 +42,12 @@ cdef class LearnedStrategy(BuiltinStrategy):
     cdef int32_t* ac_next
     cdef double* ac_q
     cdef int64_t n_actions, cap_actions
-    # models: the hash of a forward's set of kinds -> graphs learned, last miss rate
+    # models: the hash of a forward's set of kinds -> graphs learned, the shares of its
+    # last forward's batches in unknown states and chosen by the fallback
     cdef uint64_t* md_key
     cdef int32_t* md_graphs
     cdef double* md_miss
+    cdef double* md_fallback
     cdef int32_t* md_table
     cdef int64_t n_models, cap_models, md_table_size
     # an episode's trajectory and fused stages

@@ -18,24 +18,27 @@ its first graph, and again on a later one (up to `graphs` in all) when the repla
 the previous one met states it did not know in more than 2% of its batches.
 
 Replay (learned_pick, once per batch): the state's hash, one probe, the kept kind; a
-state never learned falls back to a built-in strategy (lookahead by default)."""
+state never learned falls back to a built-in strategy (lookahead by default). The
+state, each kind's signature and agenda's or lookahead's choice as a fallback are kept
+up to date as batches are taken and released (engine/kind_frontier.pyx), not found by
+a pass over the frontier."""
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 
-from autobatch.runtime.nodes cimport Node, OpDef, F_DONE, F_TRAINABLE, arg_is_shared
-from autobatch.runtime.op_ids cimport OP_PARAM
+from autobatch.runtime.nodes cimport F_DONE
 from autobatch.runtime.memory cimport grow, resize
 from autobatch.runtime.profile cimport prof_now
-from autobatch.engine.optable cimport op_table
 from autobatch.engine.fusion cimport consumer_stage, fusion_defers
-from autobatch.engine.scheduler cimport (sched_prepare, sched_push_initial, sched_release,
-                                         sched_release_ids, sched_take)
+from autobatch.engine.kinds cimport mix64, find_slot, rehashed, kind_key
+from autobatch.engine.kind_frontier cimport (ORDER_NONE, ORDER_DEPTH, ORDER_HEIGHT, kf_begin,
+                                             kf_best, kf_first, kf_state, kf_taken,
+                                             kf_checks, kf_verify)
+from autobatch.engine.scheduler cimport (sched_feeder, sched_prepare, sched_push_initial,
+                                         sched_release, sched_release_ids, sched_take)
 from autobatch.engine.strategies cimport (S_LEARNED, S_AGENDA, S_CRITICAL, S_DEPTH,
                                           S_LOOKAHEAD, pick_batch)
 from autobatch.engine.strategies import register_strategy
-
-cdef const OpDef* OPS = op_table()
 
 cdef int32_t ALL_DEPTHS = 2147483647
 cdef int MAX_STAGES = 64            # as engine/fusion.pyx: stages of one fused chain
@@ -52,90 +55,12 @@ cdef int[3] DEMOS = [S_AGENDA, S_LOOKAHEAD, S_CRITICAL]
 
 FALLBACKS = {"agenda": S_AGENDA, "critical": S_CRITICAL, "lookahead": S_LOOKAHEAD,
              "depth": S_DEPTH}
-
-
-# ------------------------------------------------------------ hash tables ----
-
-cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
-    """splitmix64's finaliser: every input bit moves every output bit."""
-    x ^= x >> 30
-    x *= <uint64_t>0xBF58476D1CE4E5B9
-    x ^= x >> 27
-    x *= <uint64_t>0x94D049BB133111EB
-    return x ^ (x >> 31)
-
-
-cdef inline int64_t find_slot(const int32_t* table, int64_t size, const uint64_t* keys,
-                              uint64_t key) noexcept nogil:
-    """The slot of key in an open-addressing table of indices into keys (or the empty
-    slot where it goes)."""
-    cdef int64_t mask = size - 1, slot = <int64_t>(key & <uint64_t>mask)
-    while table[slot] >= 0 and keys[table[slot]] != key:
-        slot = (slot + 1) & mask
-    return slot
-
-
-cdef int32_t* rehashed(int32_t* table, int64_t* size, const uint64_t* keys, int64_t n) except NULL:
-    """The table at twice its size, for n keys."""
-    cdef int64_t new_size = size[0] * 2 if size[0] else 64, k
-    free(table)
-    table = <int32_t*>resize(NULL, new_size, sizeof(int32_t))
-    memset(table, 0xff, new_size * sizeof(int32_t))
-    for k in range(n):
-        table[find_slot(table, new_size, keys, keys[k])] = <int32_t>k
-    size[0] = new_size
-    return table
+# what each fallback reads of the frontier besides depths: (heights, feeder lists)
+FALLBACK_READS = {"agenda": (False, False), "critical": (True, False),
+                  "lookahead": (True, True), "depth": (False, False)}
 
 
 # ------------------------------------------------------------------ kinds ----
-
-cdef inline uint64_t fold(uint64_t h, uint64_t w) noexcept nogil:
-    return mix64(h ^ (w * <uint64_t>0x9E3779B97F4A7C15))
-
-
-cdef uint64_t parameter_identity(const Node* n) noexcept nogil:
-    """A parameter node as the same in every graph: a trained one by its gradient's
-    memory (its values' memory alternates between two buffers as trainers update it:
-    runtime/param_buffers.pyx), any other by its shape."""
-    cdef uint64_t h = fold(<uint64_t>OP_PARAM, <uint64_t>n.bs)
-    cdef int k
-    if n.flags & F_TRAINABLE:
-        return mix64(h ^ <uint64_t><size_t>n.grad)
-    for k in range(4):
-        h = fold(h, <uint64_t>n.d[k])
-    return h
-
-
-cdef uint64_t kind_key(const SigTable* sigs, const NodeView* v, int32_t g,
-                       uint64_t* weights) noexcept nogil:
-    """Signature g's kind (signatures.pyx lays its key out): the hash of its op, its
-    attributes and, for each argument shared by identity, the parameter's identity (any
-    other node: its op). No shapes and no arity: those of a sentence's concatenation,
-    of the sum of a batch's losses or of an attention over a sentence follow the data,
-    and would make every graph's kinds new. weights[0] gets the sum of the hashes of
-    the parameters read (the model's key is made of them)."""
-    cdef const int64_t* key = sigs.keys + sigs.key_at[g]
-    cdef int op = <int>(key[0] & <int64_t>0xffffffff), nargs = <int>(key[0] >> 32), a, k
-    cdef const OpDef* od = &OPS[op]
-    cdef int at = 7 if od.attrs[0] != 0 else 4
-    cdef uint64_t h = fold(0, <uint64_t>op), w
-    cdef const Node* n
-    for k in range(4, at):
-        h = fold(h, <uint64_t>key[k])
-    for a in range(nargs):
-        if arg_is_shared(od, a):
-            n = &v.nodes[-1 - key[at]]
-            if n.op == OP_PARAM:
-                w = parameter_identity(n)
-                weights[0] += w
-                h = fold(h, w)
-            else:
-                h = fold(h, <uint64_t>n.op)
-            at += 1
-        else:
-            at += 3
-    return h
-
 
 cdef int32_t kind_intern(LearnedStrategy st, uint64_t key) except -1:
     if 2 * (st.n_kinds + 1) > st.kind_table_size:
@@ -147,7 +72,6 @@ cdef int32_t kind_intern(LearnedStrategy st, uint64_t key) except -1:
     if k >= cap:
         st.kind_hash = <uint64_t*>grow(st.kind_hash, &cap, k + 1, sizeof(uint64_t))
         st.kind_seen = <uint64_t*>resize(st.kind_seen, cap, sizeof(uint64_t))
-        st.kind_sig = <int32_t*>resize(st.kind_sig, cap, sizeof(int32_t))
         st.present = <int32_t*>resize(st.present, cap, sizeof(int32_t))
         memset(st.kind_seen + st.cap_kinds, 0, (cap - st.cap_kinds) * sizeof(uint64_t))
         st.cap_kinds = cap
@@ -180,30 +104,6 @@ cdef uint64_t classify(LearnedStrategy st, Sched* s, const NodeView* v,
 
 
 # --------------------------------------------------------- states, actions ----
-
-cdef uint64_t frontier_state(LearnedStrategy st, Sched* s) noexcept nogil:
-    """The hash of the set of kinds on the frontier; lists them in st.present, each with
-    its ready signature of lowest average depth (then lowest id) in st.kind_sig."""
-    cdef int64_t k
-    cdef int32_t g, c, b
-    cdef uint64_t h = 0
-    st.tick += 1
-    st.n_present = 0
-    for k in range(s.n_active):
-        g = s.active[k]
-        c = s.kind[g]
-        if st.kind_seen[c] != st.tick:
-            st.kind_seen[c] = st.tick
-            st.kind_sig[c] = g
-            st.present[st.n_present] = c
-            st.n_present += 1
-            h += mix64(st.kind_hash[c])
-        else:
-            b = st.kind_sig[c]
-            if s.avg_depth[g] < s.avg_depth[b] or (s.avg_depth[g] == s.avg_depth[b] and g < b):
-                st.kind_sig[c] = g
-    return mix64(h ^ <uint64_t>st.n_present)
-
 
 cdef inline int32_t state_find(LearnedStrategy st, uint64_t key) noexcept nogil:
     return st.st_table[find_slot(st.st_table, st.st_table_size, st.st_key, key)]
@@ -271,17 +171,53 @@ cdef inline double uniform(LearnedStrategy st) noexcept nogil:
     return (mix64(st.rng) >> 11) * (1.0 / 9007199254740992.0)
 
 
+cdef int32_t explore(LearnedStrategy st, Sched* s) noexcept nogil:
+    """A kind on the frontier drawn at random (the kinds listed in the order of their
+    first ready signature in s.active)."""
+    cdef int64_t k, n = 0
+    cdef int32_t c
+    st.tick += 1
+    for k in range(s.n_active):
+        c = s.kind[s.active[k]]
+        if st.kind_seen[c] != st.tick:
+            st.kind_seen[c] = st.tick
+            st.present[n] = c
+            n += 1
+    return st.present[<int64_t>(uniform(st) * n)]
+
+
 cdef int take(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
               int32_t chosen, int32_t* kind) except -1:
-    """Run kind `chosen` if it is on the frontier, else the fallback's choice; its kind
-    in kind[0]; returns the batch's size."""
+    """Run kind `chosen` if it is on the frontier (kf_state counted it), else the
+    fallback's choice; its kind in kind[0]; returns the batch's size."""
     cdef int n
-    if chosen >= 0 and st.kind_seen[chosen] == st.tick:
-        kind[0] = chosen
-        return sched_take(s, st.kind_sig[chosen], ALL_DEPTHS)
-    n = pick_batch(st.fallback_sid, None, s, v, sigs)
-    kind[0] = s.kind[v.nodes[s.picked[0]].sig]
+    cdef int32_t g
+    if kf_checks():
+        kf_verify(s, st.kind_hash)
+    if chosen >= 0 and s.kf.ready[chosen] > 0:
+        g = kf_best(s, chosen)
+        n = sched_take(s, g, ALL_DEPTHS)
+    else:
+        n = fallback_take(st, s, v, sigs)
+        g = v.nodes[s.picked[0]].sig
+    kf_taken(s, g, st.kind_hash)
+    kind[0] = s.kind[g]
     return n
+
+
+cdef int fallback_take(LearnedStrategy st, Sched* s, const NodeView* v,
+                       const SigTable* sigs) except -1:
+    """The fallback's batch. agenda's and lookahead's choices come from the frontier's
+    kept heap in their order (the same signature as their pass over the frontier finds)
+    when it is kept in that order, others' from their pass."""
+    cdef int32_t g, feeder
+    if st.fallback_sid == S_AGENDA and s.kf.order == ORDER_DEPTH:
+        return sched_take(s, kf_first(s), ALL_DEPTHS)
+    if st.fallback_sid == S_LOOKAHEAD and s.kf.order == ORDER_HEIGHT:
+        g = kf_first(s)                     # critical_sig's choice, then its feeder first
+        feeder = sched_feeder(s, v, g)
+        return sched_take(s, g if feeder < 0 else feeder, ALL_DEPTHS)
+    return pick_batch(st.fallback_sid, None, s, v, sigs)
 
 
 cdef int64_t simulate_fusion(LearnedStrategy st, Sched* s, const NodeView* v, int n) except -1:
@@ -303,13 +239,23 @@ cdef int64_t simulate_fusion(LearnedStrategy st, Sched* s, const NodeView* v, in
     return nst
 
 
-cdef int restart(Sched* s, const NodeView* v, const SigTable* sigs, int64_t count) except -1:
+cdef inline int fallback_order(LearnedStrategy st) noexcept:
+    """The order in which the frontier keeps its signatures for the fallback."""
+    if st.fallback_sid == S_AGENDA:
+        return ORDER_DEPTH
+    return ORDER_HEIGHT if st.fallback_sid == S_LOOKAHEAD else ORDER_NONE
+
+
+cdef int restart(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
+                 int64_t count) except -1:
     """The frontier of the forward's start again. A new stamp: sched_prepare takes a
-    signature already stamped for a signature it has already prepared. Depth lists
-    when fusion defers, so that the simulated stages are the forward's."""
+    signature already stamped for a signature it has already prepared. Heights and
+    feeders for the heuristics that demonstrate; depth lists when fusion defers, so
+    that the simulated stages are the forward's."""
     s.stamp += 1
     sched_prepare(s, v, sigs.n, count, True, True, fusion_defers())
     sched_push_initial(s, v, count)
+    kf_begin(s, st.n_kinds, fallback_order(st))
     return 0
 
 
@@ -325,7 +271,7 @@ cdef int64_t episode(LearnedStrategy st, Sched* s, const NodeView* v, const SigT
     strategies and the fusion test read it) and unmarked at the end: every node a
     forward needs is not done when it starts."""
     cdef int64_t t, k
-    restart(s, v, sigs, count)
+    restart(st, s, v, sigs, count)
     try:
         t = walk(st, s, v, sigs, count, fusion, eps, greedy_q, heuristic)
     finally:
@@ -351,9 +297,9 @@ cdef int64_t walk(LearnedStrategy st, Sched* s, const NodeView* v, const SigTabl
     cdef int32_t si, chosen, kind
     cdef int n, j
     while remaining > 0:
-        si = state_intern(st, frontier_state(st, s))
+        si = state_intern(st, kf_state(s, st.kind_hash))
         if eps > 0 and uniform(st) < eps:
-            chosen = st.present[<int64_t>(uniform(st) * st.n_present)]
+            chosen = explore(st, s)
         elif heuristic:
             chosen = -1
         else:
@@ -373,7 +319,8 @@ cdef int64_t walk(LearnedStrategy st, Sched* s, const NodeView* v, const SigTabl
     return t
 
 
-cdef int32_t FALL_BACK = -2             # a policy entry: the state is known, the fallback chooses
+# policy entries besides kinds: not known; known, the fallback chooses
+cdef int32_t UNKNOWN = -1, FALL_BACK = -2
 
 
 cdef int64_t replay(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
@@ -383,7 +330,7 @@ cdef int64_t replay(LearnedStrategy st, Sched* s, const NodeView* v, const SigTa
     forward runs exactly this schedule. Returns its batches."""
     cdef int64_t t = episode(st, s, v, sigs, count, fusion, 0, False, False), k
     for k in range(t):
-        if st.st_pol[st.tr_state[k]] == -1:
+        if st.st_pol[st.tr_state[k]] == UNKNOWN:
             st.st_pol[st.tr_state[k]] = FALL_BACK
     return st.ep_batches
 
@@ -439,7 +386,7 @@ cdef int learn_graph(LearnedStrategy st, Sched* s, const NodeView* v, const SigT
             found = episode(st, s, v, sigs, count, fusion, 0, True, False)
             best = consider(st, s, v, sigs, count, fusion, found, best)
     st.last_planned = best
-    restart(s, v, sigs, count)                  # the real run starts afresh
+    restart(st, s, v, sigs, count)              # the real run starts afresh
     return 0
 
 
@@ -456,10 +403,12 @@ cdef int32_t model_intern(LearnedStrategy st, uint64_t key) except -1:
         st.md_key = <uint64_t*>grow(st.md_key, &cap, i + 1, sizeof(uint64_t))
         st.md_graphs = <int32_t*>resize(st.md_graphs, cap, sizeof(int32_t))
         st.md_miss = <double*>resize(st.md_miss, cap, sizeof(double))
+        st.md_fallback = <double*>resize(st.md_fallback, cap, sizeof(double))
         st.cap_models = cap
     st.md_key[i] = key
     st.md_graphs[i] = 0
     st.md_miss[i] = 0
+    st.md_fallback[i] = 0
     st.n_models = i + 1
     st.md_table[slot] = <int32_t>i
     return <int32_t>i
@@ -467,12 +416,13 @@ cdef int32_t model_intern(LearnedStrategy st, uint64_t key) except -1:
 
 cdef int learned_begin(LearnedStrategy st, Sched* s, const NodeView* v, const SigTable* sigs,
                        int64_t count, bint fusion) except -1:
-    """At the start of a forward (the frontier prepared with heights and feeders): the
-    kinds of its signatures, and learning when its model asks for it."""
+    """At the start of a forward (the frontier prepared with what the fallback reads):
+    the kinds of its signatures, and learning when its model asks for it."""
     cdef double t0 = prof_now()
     cdef int32_t m = model_intern(st, classify(st, s, v, sigs))
+    kf_begin(s, st.n_kinds, fallback_order(st))
     s.learn_model = m
-    s.learn_picks = s.learn_misses = 0
+    s.learn_picks = s.learn_misses = s.learn_fallbacks = 0
     if st.md_graphs[m] == 0 or (st.md_graphs[m] < st.graphs and st.md_miss[m] > RELEARN_MISSES):
         learn_graph(st, s, v, sigs, count, fusion)
         st.md_graphs[m] += 1
@@ -485,18 +435,22 @@ cdef int learned_pick(LearnedStrategy st, Sched* s, const NodeView* v,
                       const SigTable* sigs) except -1:
     """The next batch: the kept policy's kind for the frontier's state, or the
     fallback's choice for a state it does not know."""
-    cdef int32_t si = state_find(st, frontier_state(st, s)), kind
-    cdef int32_t chosen = st.st_pol[si] if si >= 0 else -1
+    cdef int32_t si = state_find(st, kf_state(s, st.kind_hash)), kind
+    cdef int32_t chosen = st.st_pol[si] if si >= 0 else UNKNOWN
     s.learn_picks += 1
-    if chosen == -1 or (chosen >= 0 and st.kind_seen[chosen] != st.tick):
-        s.learn_misses += 1
+    if chosen < 0 or s.kf.ready[chosen] == 0:
+        s.learn_fallbacks += 1
+        if chosen != FALL_BACK:             # unknown state, or its kind not ready
+            s.learn_misses += 1
     return take(st, s, v, sigs, chosen, &kind)
 
 
 cdef void learned_end(LearnedStrategy st, Sched* s) noexcept:
-    """After a forward: how often its model's policy did not know the state."""
+    """After a forward: how often its model's policy did not know the state, and how
+    often the fallback chose."""
     if s.learn_picks > 0 and s.learn_model < st.n_models:
         st.md_miss[s.learn_model] = <double>s.learn_misses / s.learn_picks
+        st.md_fallback[s.learn_model] = <double>s.learn_fallbacks / s.learn_picks
 
 
 include "learned_api.pxi"

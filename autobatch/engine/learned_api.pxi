@@ -53,15 +53,17 @@ cdef class LearnedStrategy(BuiltinStrategy):
         self.seed = <uint64_t>seed
         self.fallback = fallback
         self.fallback_sid = FALLBACKS[fallback]
+        self.reads_heights, self.reads_feeders = FALLBACK_READS[fallback]
         self.rng = mix64(self.seed ^ <uint64_t>0x5DEECE66D)
 
     def __dealloc__(self):
         free(self.kind_hash); free(self.kind_table); free(self.kind_seen)
-        free(self.kind_sig); free(self.present)
+        free(self.present)
         free(self.st_key); free(self.st_head); free(self.st_best); free(self.st_best_q)
         free(self.st_pol); free(self.st_table)
         free(self.ac_kind); free(self.ac_next); free(self.ac_q)
-        free(self.md_key); free(self.md_graphs); free(self.md_miss); free(self.md_table)
+        free(self.md_key); free(self.md_graphs); free(self.md_miss); free(self.md_fallback)
+        free(self.md_table)
         free(self.tr_state); free(self.tr_kind); free(self.tr_cost); free(self.stage)
 
     def reset(self):
@@ -85,7 +87,8 @@ cdef class LearnedStrategy(BuiltinStrategy):
         ``episodes`` (simulated passes), ``seconds_learning``, ``planned_batches`` (the
         batches its replay of the last graph it learned on needs), and per model the share
         of batches of its last forward whose state the policy did not know
-        (``last_miss_rate``, a list)."""
+        (``last_miss_rate``, a list) and the share its fallback chose, there and in the
+        states where the policy leaves the choice to it (``last_fallback_rate``)."""
         cdef int64_t i
         return {"kinds": self.n_kinds, "states": self.n_states,
                 "policy_states": sum(1 for i in range(self.n_states) if self.st_pol[i] != -1),
@@ -93,7 +96,8 @@ cdef class LearnedStrategy(BuiltinStrategy):
                 "graphs_learned": self.graphs_learned, "episodes": self.episodes_run,
                 "seconds_learning": self.seconds_learning,
                 "planned_batches": self.last_planned,
-                "last_miss_rate": [self.md_miss[i] for i in range(self.n_models)]}
+                "last_miss_rate": [self.md_miss[i] for i in range(self.n_models)],
+                "last_fallback_rate": [self.md_fallback[i] for i in range(self.n_models)]}
 
     def __reduce__(self):
         # the options only: kinds name parameters by their memory in this process

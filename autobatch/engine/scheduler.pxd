@@ -3,6 +3,30 @@
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from autobatch.runtime.nodes cimport NodeView
 
+# the learned strategy's frontier by kind (engine/kind_frontier.pyx): kept up to date as
+# batches are taken and released, so that a pick does not rescan the ready signatures
+ctypedef struct KindFrontier:
+    int64_t n_kinds
+    int32_t* ready          # per kind: how many of its signatures are active
+    int32_t* heap_at        # per kind: a heap of its active signatures by (average
+    int32_t* heap_n         #   depth, id) in heap[heap_at : + heap_n]; may hold stale ones
+    int64_t cap_kinds
+    int32_t* heap
+    int64_t cap_heap
+    char* in_heap           # per signature: it has an entry in its kind's heap
+    int64_t cap_in_heap
+    int64_t seen            # the signatures active[0 : seen) are counted
+    uint64_t sum            # the sum of mix64(kind hash) over the kinds with one active
+    int64_t present         # the kinds with an active signature
+    # the fallback's choice: every active signature in one heap by the fallback's order
+    # (agenda's or critical's, or none kept), stale entries as in the kinds' heaps
+    int order
+    int32_t* top
+    int64_t cap_top
+    int32_t top_n
+    char* in_top            # per signature
+    int64_t cap_in_top
+
 ctypedef struct Sched:
     # per node (indexed by node id; grown with the graph)
     int32_t* mark           # == stamp: visited by the current walk
@@ -67,10 +91,12 @@ ctypedef struct Sched:
     int32_t* dcount
     int64_t cap_dcount
     # the learned strategy's state of this graph (engine/learned.pyx): each signature's
-    # kind, the model of the current forward, and how many of its picks the policy knew
+    # kind, the model of the current forward, its picks, those in states the policy did
+    # not know, and those its fallback chose
     int32_t* kind
     int64_t cap_kind
-    int64_t learn_model, learn_picks, learn_misses
+    int64_t learn_model, learn_picks, learn_misses, learn_fallbacks
+    KindFrontier kf
 
 cdef int64_t sched_collect(Sched* s, const NodeView* v, int32_t target, bint all_ancestors) except -1
 cdef int64_t sched_collect_many(Sched* s, const NodeView* v, const int32_t* targets,

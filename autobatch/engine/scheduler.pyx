@@ -453,5 +453,7 @@ cdef void sched_free(Sched* s) noexcept nogil:
     free(s.rd_at); free(s.rd_n); free(s.avg_depth); free(s.avg_height); free(s.rd)
     free(s.active); free(s.active_pos); free(s.picked); free(s.fuse); free(s.sig_stamp); free(s.used)
     free(s.fd_at); free(s.fd_n); free(s.fd); free(s.kind)
+    free(s.kf.ready); free(s.kf.heap_at); free(s.kf.heap_n); free(s.kf.heap); free(s.kf.in_heap)
+    free(s.kf.top); free(s.kf.in_top)
     free(s.tot); free(s.left); free(s.dl_lo); free(s.dl); free(s.dcount)
     memset(s, 0, sizeof(Sched))

@@ -150,7 +150,7 @@ def test_reset_forgets():
     assert s.info() == {"kinds": 0, "states": 0, "policy_states": 0, "actions": 0, "models": 0,
                         "graphs_learned": 0, "episodes": 0, "seconds_learning": 0.0,
                         "planned_batches": 0,
-                        "last_miss_rate": []}
+                        "last_miss_rate": [], "last_fallback_rate": []}
 
 
 def test_training_keeps_the_model():
