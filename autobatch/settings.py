@@ -15,7 +15,7 @@ DyNet reads its flags from ``sys.argv`` when ``import dynet`` runs; so does
 ``--dynet-autobatch K``  the default batching strategy: 1 (DyNet's agenda) -> "agenda",
                          2 (DyNet's by-depth) -> "depth", 3 (DyNet's agenda with a depth
                          constraint) -> "agenda"; 0 (DyNet's default: no batching) keeps
-                         our default ("agenda"), as batching never changes values
+                         our default ("lookahead"), as batching never changes values
 ``--dynet-profiling K``  accepted (``dy.cg().stats()`` gives the per-op statistics)
 ``--dynet-gpus N``,      refused with a RuntimeError (N > 0 or a GPU device): autobatch
 ``--dynet-gpu``,         runs on the CPU only; ``--dynet-devices CPU`` is accepted

@@ -208,7 +208,8 @@ def make_trainer(name: str, pc: dy.ParameterCollection, lr: float | None = None)
 
 def arg_parser(description: str = __doc__ or "") -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=description.split("\n\n")[0])
-    ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
+    ap.add_argument("--strategy", default=dy.default_strategy(),
+                    help="a strategy: none, depth, agenda, critical, lookahead (the default), cost, learned")
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--hidden", type=int, default=64, help="LSTM and MLP size")

@@ -96,7 +96,8 @@ def accuracy(model: CNN, data: Sequence[tuple[Image, int]], strategy: str,
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description="a small CNN on images of shapes it draws itself")
-    ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
+    ap.add_argument("--strategy", default=dy.default_strategy(),
+                    help="a strategy: none, depth, agenda, critical, lookahead (the default), cost, learned")
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--n-train", type=int, default=1000)
     ap.add_argument("--n-dev", type=int, default=200)

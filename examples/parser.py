@@ -310,7 +310,8 @@ TRAINERS: dict[str, tuple[Callable[[dy.ParameterCollection, float], dy.Trainer],
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
+    ap.add_argument("--strategy", default=dy.default_strategy(),
+                    help="a strategy: none, depth, agenda, critical, lookahead (the default), cost, learned")
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--hidden", type=int, default=64, help="LSTM size (each direction) and MLP size")

@@ -18,7 +18,8 @@ DATA = [((0, 0), 0), ((0, 1), 1), ((1, 0), 1), ((1, 1), 0)]
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description="XOR with a two-layer perceptron")
-    ap.add_argument("--strategy", default="agenda", help="none | depth | agenda (default)")
+    ap.add_argument("--strategy", default=dy.default_strategy(),
+                    help="a strategy: none, depth, agenda, critical, lookahead (the default), cost, learned")
     ap.add_argument("--iterations", type=int, default=300)
     ap.add_argument("--hidden", type=int, default=8)
     ap.add_argument("--seed", type=int, default=1)

@@ -29,7 +29,7 @@ import autobatch as dy
 from autobatch.bench import options, run, tasks
 from autobatch.progress import progress as progress_bar
 
-BASE = "agenda"                      # the default strategy, fused: the time reference
+BASE = "agenda"                      # DyNet's strategy, fused: the time reference
 UNFUSED = ":unfused"
 NEAR_BOUND = 1.05                    # "reaches the lower bound": within 5 %
 

@@ -241,7 +241,9 @@ cdef class BuiltinStrategy:
 
 
 _STRATEGIES = {}
-_default_strategy = ["agenda"]
+# the one that was fastest across the bench's thirteen workloads (docs/strategies.md,
+# "The default strategy")
+_default_strategy = ["lookahead"]
 
 
 def register_strategy(obj, name=None):
@@ -300,8 +302,8 @@ def set_default_strategy(strategy):
 
 
 def default_strategy():
-    """The name (or object) of the strategy that graphs made without one use: "agenda" unless
-    ``set_default_strategy`` changed it.
+    """The name (or object) of the strategy that graphs made without one use: "lookahead"
+    unless ``set_default_strategy`` (or DyNet's ``--dynet-autobatch``) changed it.
     """
     return _default_strategy[0]
 

@@ -284,7 +284,7 @@ def test_autobatching_false_means_strategy_none():
     assert dy.renew_cg(autobatching=False).strategy.name == "none"
     with pytest.raises(ValueError, match="contradict"):
         dy.renew_cg(autobatching=False, strategy="agenda")
-    assert dy.renew_cg().strategy.name == "agenda"
+    assert dy.renew_cg().strategy.name == dy.default_strategy() == "lookahead"
 
 
 @pytest.mark.parametrize("strategy", ["none", "agenda"])

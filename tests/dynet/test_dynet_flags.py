@@ -71,10 +71,11 @@ def test_bad_flags_are_clear_errors(flags, error):
 
 @pytest.fixture
 def restore_settings():
+    before = dy.default_strategy()
     yield
     p = dy.DynetParams()
     p.init()
-    dy.set_default_strategy("agenda")
+    dy.set_default_strategy(before)
 
 
 def test_dynet_params_init(restore_settings):

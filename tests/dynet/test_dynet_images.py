@@ -17,11 +17,12 @@ def run_as_autobatch(strategy):
     namespace = {"__name__": "dynet_images"}
     exec(compile(source.replace("import dynet as dy", "import autobatch as dy"),
                  str(DATA / "dynet_images.py"), "exec"), namespace)
+    before = dy.default_strategy()
     dy.set_default_strategy(strategy)
     try:
         return namespace["run"]()
     finally:
-        dy.set_default_strategy("agenda")
+        dy.set_default_strategy(before)
 
 
 # deliberately a subset of the built-in strategies (not the shared `strategy` fixture of

@@ -38,9 +38,10 @@ def _check(got, want, where=""):
 
 @pytest.fixture(autouse=True)
 def _default_strategy(strategy):
+    before = dy.default_strategy()
     dy.set_default_strategy(strategy)
     yield
-    dy.set_default_strategy("agenda")
+    dy.set_default_strategy(before)
 
 
 def test_the_issue_example_matches_dynet():

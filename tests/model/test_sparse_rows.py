@@ -41,11 +41,12 @@ def test_values_match_dynet(case, trainer, wd):
 # the schedule; the reference and two batching schedules show it
 @pytest.mark.parametrize("strategy", ["none", "depth", "agenda"])
 def test_marks_do_not_depend_on_the_strategy(strategy):
+    before = dy.default_strategy()
     dy.set_default_strategy(strategy)
     try:
         _check(run(dy, "off_path", "adam"), FIXTURE["off_path/adam/none"])
     finally:
-        dy.set_default_strategy("agenda")
+        dy.set_default_strategy(before)
 
 
 def test_the_fixture_shows_the_rule():
