@@ -5,6 +5,7 @@ from typing_extensions import disjoint_base    # a cdef class: no multiple inher
 from autobatch.engine.strategies import BuiltinStrategy
 
 FALLBACKS: dict[str, int]
+FALLBACK_READS: dict[str, tuple[bool, bool]]
 
 @disjoint_base
 class LearnedStrategy(BuiltinStrategy):
