@@ -23,7 +23,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memcpy
 
-from autobatch.runtime.nodes cimport Node, OpDef, arg_id, arg_is_shared
+from autobatch.runtime.nodes cimport Node, OpDef, arg_id, arg_is_stacked_operand
 from autobatch.engine.optable cimport op_table
 from autobatch.runtime.memory cimport grow
 
@@ -88,18 +88,14 @@ cdef bint reads_in_place(const NodeView* v, const int32_t* ids, int n) noexcept 
     """Whether the batch ids[0..n) is a product that reads a stacked operand in place
     in this order (which another order would lose)."""
     cdef const OpDef* op = &OPS[v.nodes[ids[0]].op]
+    cdef const Node* x0
     cdef int a, j
-    cdef const float* first
-    cdef int64_t per
-    if op.shared_arg < 0:
-        return False
-    for a in range(op.shared_arg + 1, v.nodes[ids[0]].nargs):
-        if arg_is_shared(op, a):
+    for a in range(v.nodes[ids[0]].nargs):
+        if not arg_is_stacked_operand(op, a):
             continue
-        first = v.nodes[arg_id(v, ids[0], a)].val
-        per = v.nodes[arg_id(v, ids[0], a)].size
+        x0 = &v.nodes[arg_id(v, ids[0], a)]
         j = 1
-        while j < n and v.nodes[arg_id(v, ids[j], a)].val == first + j * per:
+        while j < n and v.nodes[arg_id(v, ids[j], a)].val == x0.val + <int64_t>j * x0.size:
             j += 1
         if j == n:
             return True

@@ -9,7 +9,7 @@ from libc.stdint cimport int32_t
 from libc.stdlib cimport free, qsort
 from libc.string cimport memset
 
-from autobatch.runtime.nodes cimport Node, OpDef, F_DONE, arg_is_shared
+from autobatch.runtime.nodes cimport Node, OpDef, F_DONE, arg_is_stacked_operand
 from autobatch.engine.optable cimport op_table
 from autobatch.runtime.memory cimport grow, next_capacity, resize
 from autobatch.runtime.nodes cimport arg_id
@@ -134,11 +134,6 @@ cdef int64_t collect_by_search(Sched* s, const NodeView* v, const int32_t* targe
     return count
 
 
-cdef inline bint stacks_arg(const OpDef* op, int a) noexcept nogil:
-    """Whether argument a is one a product stacks (not its shared weight)."""
-    return op.shared_arg >= 0 and a > op.shared_arg and not arg_is_shared(op, a)
-
-
 cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t count,
                        bint heights, bint feeders, bint depth_lists) except -1:
     """Depths, in-degrees, consumer lists and per-signature ready lists of the
@@ -170,7 +165,7 @@ cdef int sched_prepare(Sched* s, const NodeView* v, int64_t n_sigs, int64_t coun
                 edges += 1
                 if s.depth[y] > d:
                     d = s.depth[y]
-                if s.layout and s.lkey[y] >> 32 == 0 and stacks_arg(&OPS[n.op], a):
+                if s.layout and s.lkey[y] >> 32 == 0 and arg_is_stacked_operand(&OPS[n.op], a):
                     s.lkey[y] = (<int64_t>(n.sig + 1) << 32) | i   # its first reader
         s.depth[i] = d + 1
     acc = 0                                 # counts -> start offsets (fill cursors)

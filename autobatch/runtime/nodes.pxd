@@ -194,6 +194,11 @@ cdef inline bint arg_is_shared(const OpDef* op, int a) noexcept nogil:
         return a == op.shared_arg
     return (a - op.shared_arg) % op.shared_step == 0
 
+cdef inline bint arg_is_stacked_operand(const OpDef* op, int a) noexcept nogil:
+    """Whether argument a is one a product stacks for its gemm (an x of W x, not the
+    shared W nor a bias before it)."""
+    return op.shared_arg >= 0 and a > op.shared_arg and not arg_is_shared(op, a)
+
 # node j of a batch, and its argument a
 cdef inline Node* NODE(Batch* b, int j) noexcept nogil:
     return &b.nodes[b.ids[j]]
