@@ -3,7 +3,8 @@ under DyNet 2.2, DyNet with its autobatching, and autobatch, with the configurat
 and sizes of the repository's run-tests.sh; a table of the scripts' own throughput.
 
     python benchmarks/dynet_benchmark.py --sources DIR [--quick] [--trials 2]
-        [--tree-trials 1] [--timeout 6] [--only PATTERN ...] [--dynet PYTHON] [--json FILE]
+        [--tree-trials 1] [--timeout 6] [--threads 1] [--only PATTERN ...] [--dynet PYTHON]
+        [--json FILE]
     python benchmarks/dynet_benchmark.py --sources DIR --profile [--only ...]
 
 DIR is a checkout of neulab/dynet-benchmark or a git directory of it (a mirror's
@@ -21,7 +22,9 @@ their working directory), byte for byte as the repository has it for DyNet, and 
 only its import changed for autobatch (`import dynet as dy` -> `import autobatch as
 dy`, benchmarks/dynet_programs.py's rewrite). The flags are run-tests.sh's:
 `--dynet-mem 4096` for every system, read by the library at import as DyNet does, and
-`--dynet-autobatch 1` for DyNet with autobatching. The scripts' argparse knows
+`--dynet-autobatch 1` for DyNet with autobatching. Every system runs with one BLAS
+thread, and autobatch's engine on `--threads` (1 by default: DyNet computes on one core;
+0 gives the library's default, every core). The scripts' argparse knows
 `--dynet-seed`, `--dynet-mem` and `--dynet-gpus` only, so a small launcher (this file,
 `--launch`) imports the library with the flags in sys.argv, as the script's own import
 would, removes `--dynet-autobatch K` from sys.argv, seeds Python's `random` (the
@@ -141,10 +144,15 @@ def prepare(sources, work, corpus=None, limit=None):
     return {"skipped": skipped, "made": made, "changed": changed}
 
 
-def env_for(library):
+def env_for(library, threads=1):
+    """One BLAS thread for every system; autobatch's engine on `threads` threads (0: its
+    default, every core the process may run on)."""
     from dynet_programs import _env
     env = _env(library == "autobatch", [])
     env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env.pop("AUTOBATCH_NUM_THREADS", None)
+    if library == "autobatch" and threads:
+        env["AUTOBATCH_NUM_THREADS"] = str(threads)
     return env
 
 
@@ -163,11 +171,12 @@ def parse(out):
     return (float(found[-1][1]), found[-1][0]) if found else (None, None)
 
 
-def run(work, python, library, config, timeout, seed, flags=(), limit=900, profile=None):
+def run(work, python, library, config, timeout, seed, flags=(), limit=900, profile=None,
+        threads=1):
     t0 = time.time()
     cmd = command(python, library, config, timeout, seed, flags, profile)
     try:
-        p = subprocess.run(cmd, cwd=work, env=env_for(library), capture_output=True,
+        p = subprocess.run(cmd, cwd=work, env=env_for(library, threads), capture_output=True,
                            text=True, timeout=limit)
         rc, out, err = p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired as e:
@@ -227,7 +236,7 @@ def benchmark(a, work, configs):
                 library, flags = SYSTEMS[system]
                 python = a.python if library == "autobatch" else a.dynet
                 r = run(work, python, library, config, a.timeout, a.seed + trial, flags,
-                        limit=a.limit)
+                        limit=a.limit, threads=a.threads)
                 results[config][system].append(r)
                 print("trial %d  %-24s %-16s %s" % (
                     trial + 1, config, system,
@@ -318,7 +327,7 @@ def profile(a, work, configs):
     for config in configs:
         path = os.path.join(work, "phases.json")
         r = run(work, a.python, "autobatch", config, a.timeout, a.seed, limit=a.limit,
-                profile=path)
+                profile=path, threads=a.threads)
         if not os.path.exists(path) or not r["throughput"]:
             print("%s: no profile (%s)" % (config, r["error"]))
             continue
@@ -349,6 +358,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="1 trial, TIMEOUT 3")
     ap.add_argument("--limit", type=int, default=900, help="seconds before a run is killed")
     ap.add_argument("--seed", type=int, default=1, help="Python's random seed, per trial +1")
+    ap.add_argument("--threads", type=int, default=1, help="autobatch's engine threads "
+                    "(DyNet runs on one); 0: the library's default, every core")
     ap.add_argument("--profile", action="store_true", help="split autobatch's steps by phase")
     ap.add_argument("--json", help="write the numbers here")
     ap.add_argument("--launch", help=argparse.SUPPRESS)
@@ -376,11 +387,13 @@ def main(argv=None):
             t0 = time.time()
             results, medians = benchmark(a, work, configs)
             print(table(medians, {c: CONFIGS[c][2] for c in configs}))
-            print("%d trials (tree scripts: %d), TIMEOUT %d s, %.0f s in all" % (
-                a.trials, a.tree_trials, a.timeout, time.time() - t0))
+            print("%d trials (tree scripts: %d), TIMEOUT %d s, autobatch on %s, %.0f s in all" % (
+                a.trials, a.tree_trials, a.timeout,
+                "%d engine thread(s)" % a.threads if a.threads else "its default threads",
+                time.time() - t0))
             res = {"medians": medians, "ratios": {c: ratio(medians[c]) for c in configs},
                    "runs": results, "trials": a.trials, "tree_trials": a.tree_trials,
-                   "timeout": a.timeout}
+                   "timeout": a.timeout, "threads": a.threads}
         res["data"] = info["made"]
         if a.json:
             with open(a.json, "w") as f:

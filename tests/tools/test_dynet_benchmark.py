@@ -162,6 +162,15 @@ def test_strip_flags_and_parse(bench):
     assert bench.parse("Traceback (most recent call last):\n") == (None, None)
 
 
+def test_autobatch_runs_on_the_chosen_engine_threads_and_every_blas_on_one(bench, monkeypatch):
+    monkeypatch.setenv("AUTOBATCH_NUM_THREADS", "7")
+    one, default, dynet = (bench.env_for("autobatch"), bench.env_for("autobatch", 0),
+                           bench.env_for("dynet", 2))
+    assert one["AUTOBATCH_NUM_THREADS"] == "1"
+    assert "AUTOBATCH_NUM_THREADS" not in default and "AUTOBATCH_NUM_THREADS" not in dynet
+    assert all(e["OPENBLAS_NUM_THREADS"] == "1" for e in (one, default, dynet))
+
+
 def test_ratio_is_over_the_faster_dynet_and_the_table_shows_it(bench):
     row = {"DyNet": 1000.0, "DyNet autobatch": 1250.0, "autobatch": 2500.0}
     assert bench.ratio(row) == 2.0
