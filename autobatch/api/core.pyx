@@ -8,7 +8,7 @@ handles; the engine modules do the rest when a value is needed.
 cimport cython
 from cpython.object cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
-from libc.math cimport log
+from libc.math cimport isfinite, log
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 

@@ -281,6 +281,11 @@ cdef class LookupParameters(Expression):
     cdef Shape row_dims                   # a row as a node's shape
     cdef readonly object _used_mask       # uint8 numpy array, one per row
     cdef uint8_t* used
+    # the gradient may be nonzero on rows the mask does not mark (written from Python:
+    # the `grad` view, a loaded file, an all-reduce; or marks cleared with it kept); else
+    # backward alone wrote it, marking every row it added into, and a dense update reads
+    # only the marked rows' gradient (model/update_rules.pyx)
+    cdef public bint _grad_off_marks
     cdef public object _name
     cdef public bint _updated
     cdef public object _owner
@@ -344,6 +349,7 @@ cdef class LookupParameters(Expression):
     def grad(self):
         """Writable numpy view of the table's accumulated gradient (the memory backward
         adds into; trainers zero it after each update)."""
+        self._grad_off_marks = True         # what is written through it is not marked
         return self._grad_flat.reshape(self.n_rows, self.row_size)
 
     def used_rows(self):
@@ -355,6 +361,7 @@ cdef class LookupParameters(Expression):
         """Forget which rows were looked up (trainers do it after each update; the next
         update then touches only the rows used after it)."""
         self._used_mask[:] = 0
+        self._grad_off_marks = True         # the gradient of those rows is kept
 
     def set_value(self, value):
         """Values of shape (n_rows,) + row shape (row i as lookup(i).npvalue() shows it)."""
@@ -388,6 +395,8 @@ cdef class LookupParameters(Expression):
     def scale_gradient(self, float s):
         """Multiply the table's accumulated gradient by ``s``, in place."""
         self._grad_flat *= s
+        if not isfinite(s):                 # 0 * inf is NaN: rows not marked change
+            self._grad_off_marks = True
 
     def name(self):
         """The table's name within its collection (e.g. '/lstm/W_x'), as DyNet's

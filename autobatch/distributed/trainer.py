@@ -90,11 +90,15 @@ class DistributedTrainer:
         step); for code that updates parameters itself."""
         self._combine(*self._current_plan())
 
-    def _combine(self, dense, sparse):
-        """Reduce the dense buckets and exchange the sparse tables' rows; record the cost."""
+    def _combine(self, dense, sparse, summed_tables):
+        """Reduce the dense buckets and exchange the sparse tables' rows; record the cost.
+        `summed_tables`: the lookup tables whose whole gradient is in the buckets (their
+        rows now hold other ranks' terms, which no local backward marked)."""
         t0 = time.perf_counter()
         mpi = [0.0]
         sent = self._reduce_dense(dense, mpi)
+        for lp in summed_tables:
+            lp._grad_off_marks = True
         rows, sparse_sent, received = self._exchange_sparse(sparse, mpi)
         seconds = time.perf_counter() - t0
         self.last_step.update({"seconds": seconds, "mpi_seconds": mpi[0],
@@ -128,10 +132,11 @@ class DistributedTrainer:
                            "parameters to update_subset")
         dense = [p._grad_flat for p in params]
         if sparse_rows:
-            sparse = list(lookups)
+            sparse, summed_tables = list(lookups), []
         else:
             sparse, dense = [], dense + [lp._grad_flat for lp in lookups]
-        return _buckets(dense, self.bucket_bytes), sparse
+            summed_tables = list(lookups)
+        return _buckets(dense, self.bucket_bytes), sparse, summed_tables
 
     def _reduce_dense(self, buckets, mpi):
         scale = np.float32(1.0 / size())

@@ -383,8 +383,10 @@ cdef class EngineGraph:
             backward_pass(&v, &self.log, &self.sched, &ctx, target, full,
                           self.strategy_id != S_NONE, self.fusion, &self.n_backward_chains,
                           &self.n_shared_weight_grads)
-            mark_used_rows(&v, self.marks, self.n_marks, target)
         finally:
+            # also after a pass that failed (out of memory) part way: every row it may
+            # have added into is marked (a dense update reads only marked rows' gradient)
+            mark_used_rows(&v, self.marks, self.n_marks, target)
             self.busy = False
         self.t_backward += prof_now() - t0
         self.t_last = prof_now()

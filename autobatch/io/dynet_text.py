@@ -203,6 +203,9 @@ def assign(pairs, dynet):
             targets.append(p._grad_flat)
             sources.append(rec.grads)           # None: zeros
     assign_all(targets, sources)
+    for p, rec in pairs:
+        if rec.grads is not None and hasattr(p, "_grad_off_marks"):
+            p._grad_off_marks = True            # a table's stored gradient: no row marked
 
 
 def match_collection(pc, records, key, label, skip=None):

@@ -216,6 +216,7 @@ class ParameterCollection:
             p._grad_flat[:] = 0
         for lp in self.lookup_parameters_list():
             lp.clear_used()
+            lp._grad_off_marks = False          # all +0 now
 
     # ------------------------------------------------------ weight decay ----
 

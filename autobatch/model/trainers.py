@@ -257,8 +257,12 @@ class Trainer:
         else:
             dense += [sl for lp, sl in lookups if lp._updated]
             sparse = []
-        # (the step unmarks the tables it updates)
+        # (the step unmarks the tables it updates; the others keep their gradient, no
+        # longer marked)
         unmark = [lp._used_mask for lp, _ in lookups if not lp._updated]
+        for lp, _ in lookups:
+            if not lp._updated:
+                lp._grad_off_marks = True
         lookups = [lp for lp, _ in lookups]
         scale, clipped = self._clip_scale(dense, sparse)
         lam = self.model.get_weight_decay()

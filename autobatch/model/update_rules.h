@@ -34,7 +34,10 @@ typedef struct {
 
 /* theta (new values) from old (the values before: theta itself, or the other buffer
  * when a live graph reads the values), grad (read, then zeroed), s0..s2 (the rule's
- * state arrays; those it has not are not read), n elements. */
+ * state arrays; those it has not are not read), n elements. The `zero` loop of a rule
+ * is its loop on a gradient known to be +0 (rows of a lookup table no backward
+ * marked): it neither reads nor writes grad, and g is 0.0f * scale, the very product
+ * the rule would compute from the stored zero, so the numbers are the same. */
 typedef void (*ab_rule_fn)(float* theta, const float* old, float* grad, float* s0,
                            float* s1, float* s2, ptrdiff_t n, const ab_hyper* h);
 
@@ -42,62 +45,66 @@ typedef void (*ab_rule_fn)(float* theta, const float* old, float* grad, float* s
 #define AB_RULES(R) \
     R(sgd, 0) R(momentum, 1) R(adagrad, 1) R(adadelta, 2) R(rmsprop, 1) R(adam, 2) R(amsgrad, 3)
 
-/* One element i of each rule. OLD is `old` or `theta`; h is a local copy of the
- * hyperparameters (stores through the float pointers cannot change it); g the
- * clipped gradient. (1.0f - x) is numpy's 1 - np.float32(x). */
+/* One element i of each rule. OLD is `old` or `theta`; GRAD defines g, the clipped
+ * gradient (AB_GRAD: read and zeroed; AB_GRAD_ZERO: a known +0 one); h is a local copy
+ * of the hyperparameters (stores through the float pointers cannot change it).
+ * (1.0f - x) is numpy's 1 - np.float32(x). */
 #define AB_GRAD                                                                   \
     const float g = grad[i] * h.scale;                                            \
     grad[i] = 0.0f;
+#define AB_GRAD_ZERO                                                              \
+    const float g = g_zero;
 
-#define AB_STEP_sgd(OLD)                                                          \
-    AB_GRAD                                                                       \
+#define AB_STEP_sgd(OLD, GRAD)                                                 \
+    GRAD                                                                       \
     theta[i] = (OLD[i] - h.lr * g) * h.keep;
 
 /* s0: the velocity v */
-#define AB_STEP_momentum(OLD)                                                     \
-    AB_GRAD                                                                       \
+#define AB_STEP_momentum(OLD, GRAD)                                            \
+    GRAD                                                                       \
     s0[i] = s0[i] * h.mom - h.lr * g;                                             \
     theta[i] = (OLD[i] + s0[i]) * h.keep;
 
 /* s0: the sum of squared gradients G */
-#define AB_STEP_adagrad(OLD)                                                      \
-    AB_GRAD                                                                       \
+#define AB_STEP_adagrad(OLD, GRAD)                                             \
+    GRAD                                                                       \
     s0[i] = s0[i] + g * g;                                                        \
     theta[i] = (OLD[i] - h.lr * g / sqrtf(s0[i] + h.eps)) * h.keep;
 
 /* s0, s1: the running averages Eg (squared gradients) and Ed (squared steps) */
-#define AB_STEP_adadelta(OLD)                                                     \
-    AB_GRAD                                                                       \
+#define AB_STEP_adadelta(OLD, GRAD)                                            \
+    GRAD                                                                       \
     s0[i] = h.rho * s0[i] + (1.0f - h.rho) * g * g;                               \
     const float d = -g * sqrtf(s1[i] + h.eps) / sqrtf(s0[i] + h.eps);             \
     s1[i] = h.rho * s1[i] + (1.0f - h.rho) * d * d;                               \
     theta[i] = (OLD[i] + d) * h.keep;
 
 /* s0: the running average Eg of the squared gradients */
-#define AB_STEP_rmsprop(OLD)                                                      \
-    AB_GRAD                                                                       \
+#define AB_STEP_rmsprop(OLD, GRAD)                                             \
+    GRAD                                                                       \
     s0[i] = h.rho * s0[i] + (1.0f - h.rho) * g * g;                               \
     theta[i] = (OLD[i] - h.lr * g / sqrtf(s0[i] + h.eps)) * h.keep;
 
 /* Adam and AMSGrad: s0, s1 the moments m and v; the step divides by sqrt(V) */
-#define AB_ADAM_MOMENTS                                                           \
-    AB_GRAD                                                                       \
+#define AB_ADAM_MOMENTS(GRAD)                                                     \
+    GRAD                                                                       \
     s0[i] = h.beta_1 * s0[i] + (1.0f - h.beta_1) * g;                             \
     s1[i] = h.beta_2 * s1[i] + (1.0f - h.beta_2) * g * g;
 #define AB_ADAM_STEP(OLD, V)                                                      \
     theta[i] = (OLD[i] - h.lr * s0[i] / (sqrtf(V) + h.eps)) * h.keep;
 
-#define AB_STEP_adam(OLD)                                                         \
-    AB_ADAM_MOMENTS                                                               \
+#define AB_STEP_adam(OLD, GRAD)                                                \
+    AB_ADAM_MOMENTS(GRAD)                                                         \
     AB_ADAM_STEP(OLD, s1[i])
 
 /* s2: vhat = max(vhat, v), np.maximum's: a NaN on either side wins */
-#define AB_STEP_amsgrad(OLD)                                                      \
-    AB_ADAM_MOMENTS                                                               \
+#define AB_STEP_amsgrad(OLD, GRAD)                                             \
+    AB_ADAM_MOMENTS(GRAD)                                                         \
     s2[i] = (s2[i] >= s1[i] || s2[i] != s2[i]) ? s2[i] : s1[i];                   \
     AB_ADAM_STEP(OLD, s2[i])
 
-/* A rule at one level: the in-place loop when theta is old, else the other. */
+/* A rule at one level, and its loop on a known +0 gradient: each the in-place loop
+ * when theta is old, else the other. */
 #define AB_DEFINE_RULE(NAME, LEVEL, TARGET)                                       \
 TARGET static void ab_##NAME##_##LEVEL(float* restrict theta, const float* restrict old, \
         float* restrict grad, float* restrict s0, float* restrict s1, float* restrict s2, \
@@ -105,16 +112,31 @@ TARGET static void ab_##NAME##_##LEVEL(float* restrict theta, const float* restr
     const ab_hyper h = *hp;                                                       \
     (void)s0; (void)s1; (void)s2;                                                 \
     if (theta == old) {                                                           \
-        for (ptrdiff_t i = 0; i < n; i++) { AB_STEP_##NAME(theta) }               \
+        for (ptrdiff_t i = 0; i < n; i++) { AB_STEP_##NAME(theta, AB_GRAD) }      \
     } else {                                                                      \
-        for (ptrdiff_t i = 0; i < n; i++) { AB_STEP_##NAME(old) }                 \
+        for (ptrdiff_t i = 0; i < n; i++) { AB_STEP_##NAME(old, AB_GRAD) }        \
+    }                                                                             \
+}                                                                                 \
+TARGET static void ab_##NAME##_zero_##LEVEL(float* restrict theta, const float* restrict old, \
+        float* restrict grad, float* restrict s0, float* restrict s1, float* restrict s2, \
+        ptrdiff_t n, const ab_hyper* hp) {                                        \
+    const ab_hyper h = *hp;                                                       \
+    const float g_zero = 0.0f * h.scale;                                          \
+    (void)grad; (void)s0; (void)s1; (void)s2;                                     \
+    if (theta == old) {                                                           \
+        for (ptrdiff_t i = 0; i < n; i++) { AB_STEP_##NAME(theta, AB_GRAD_ZERO) } \
+    } else {                                                                      \
+        for (ptrdiff_t i = 0; i < n; i++) { AB_STEP_##NAME(old, AB_GRAD_ZERO) }   \
     }                                                                             \
 }
 
 /* The other loops of a step at one level: the weight decay of a parameter no rule
  * stepped, and the clipping norm's sum of squares in double (eight accumulators,
  * x[i] into acc[i % 8], then the tail, then acc[0..7]: the order is part of the
- * result, and every vector width keeps it). */
+ * result, and every vector width keeps it). The sum over the rows a mask marks, of a
+ * table whose other rows are +0, gives the marked elements to the same accumulators
+ * in the same order; a +0 term would not have changed one (sums of squares are never
+ * -0), so it is the whole sum, bit for bit. */
 #define AB_DEFINE_HELPERS(LEVEL, TARGET)                                          \
 TARGET static void ab_scale_##LEVEL(float* restrict out, const float* restrict old, \
                                     ptrdiff_t n, float keep) {                    \
@@ -126,6 +148,23 @@ TARGET static double ab_sum_squares_##LEVEL(const float* restrict x, ptrdiff_t n
     const ptrdiff_t n8 = n - n % 8;                                               \
     for (ptrdiff_t i = 0; i < n8; i += 8)                                         \
         for (int k = 0; k < 8; k++) acc[k] += (double)x[i + k] * (double)x[i + k]; \
+    for (ptrdiff_t i = n8; i < n; i++) total += (double)x[i] * (double)x[i];      \
+    for (int k = 0; k < 8; k++) total += acc[k];                                  \
+    return total;                                                                 \
+}                                                                                 \
+TARGET static double ab_sum_squares_rows_##LEVEL(const float* restrict x,         \
+        const uint8_t* restrict used, ptrdiff_t n_rows, ptrdiff_t row_size) {     \
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, total = 0;                          \
+    const ptrdiff_t n = n_rows * row_size, n8 = n - n % 8;                        \
+    for (ptrdiff_t r = 0; r < n_rows; r++) {                                      \
+        if (!used[r]) continue;                                                   \
+        ptrdiff_t i = r * row_size;                                               \
+        const ptrdiff_t stop = i + row_size < n8 ? i + row_size : n8;             \
+        for (; i < stop && i % 8; i++) acc[i % 8] += (double)x[i] * (double)x[i]; \
+        for (; i + 8 <= stop; i += 8)                                             \
+            for (int k = 0; k < 8; k++) acc[k] += (double)x[i + k] * (double)x[i + k]; \
+        for (; i < stop; i++) acc[i % 8] += (double)x[i] * (double)x[i];          \
+    }                                                                             \
     for (ptrdiff_t i = n8; i < n; i++) total += (double)x[i] * (double)x[i];      \
     for (int k = 0; k < 8; k++) total += acc[k];                                  \
     return total;                                                                 \
@@ -169,11 +208,20 @@ static const char* const ab_level_names[AB_N_LEVELS] = {"avx512f", "avx2", "defa
 #define AB_ENTRY_base(NAME, STATES) ab_##NAME##_base,
 static const ab_rule_fn ab_rule_table[AB_N_LEVELS][AB_N_RULES] = {
     {AB_RULES(AB_ENTRY_avx512)}, {AB_RULES(AB_ENTRY_avx2)}, {AB_RULES(AB_ENTRY_base)}};
+#define AB_ZERO_avx512(NAME, STATES) ab_##NAME##_zero_avx512,
+#define AB_ZERO_avx2(NAME, STATES) ab_##NAME##_zero_avx2,
+#define AB_ZERO_base(NAME, STATES) ab_##NAME##_zero_base,
+static const ab_rule_fn ab_zero_rule_table[AB_N_LEVELS][AB_N_RULES] = {
+    {AB_RULES(AB_ZERO_avx512)}, {AB_RULES(AB_ZERO_avx2)}, {AB_RULES(AB_ZERO_base)}};
 typedef void (*ab_scale_fn)(float* out, const float* old, ptrdiff_t n, float keep);
 typedef double (*ab_sum_squares_fn)(const float* x, ptrdiff_t n);
 static const ab_scale_fn ab_scale_table[AB_N_LEVELS] = {ab_scale_avx512, ab_scale_avx2, ab_scale_base};
 static const ab_sum_squares_fn ab_sum_squares_table[AB_N_LEVELS] = {
     ab_sum_squares_avx512, ab_sum_squares_avx2, ab_sum_squares_base};
+typedef double (*ab_sum_squares_rows_fn)(const float* x, const uint8_t* used, ptrdiff_t n_rows,
+                                         ptrdiff_t row_size);
+static const ab_sum_squares_rows_fn ab_sum_squares_rows_table[AB_N_LEVELS] = {
+    ab_sum_squares_rows_avx512, ab_sum_squares_rows_avx2, ab_sum_squares_rows_base};
 
 /* Whether this processor runs level `level` (the test GCC's target_clones resolver
  * makes, in the same order). */

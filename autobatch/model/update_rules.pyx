@@ -4,7 +4,10 @@
 One pass per parameter does all a rule does to an element: scale the gradient by the
 clipping factor, update the optimizer state, step the value, apply the weight-decay
 factor and zero the gradient. A lookup table with sparse updates runs the same loop on
-each row its used-row mask marks. The loops are in update_rules.h, one per rule, each
+each row its used-row mask marks. A table with dense updates whose gradient only
+backward wrote (backward marks every row it adds into) has a +0 gradient on the rows
+not marked: there the rule's `zero` loop runs, which neither reads nor zeroes that
+gradient (a fourth less memory traffic for Adam) and gives the same numbers. The loops are in update_rules.h, one per rule, each
 compiled for AVX-512, AVX2 and the baseline; the level is the best this processor runs,
 or the one AUTOBATCH_UPDATE_SIMD (avx512f, avx2, default or auto) or set_simd_level
 chooses. The arithmetic is float32 in the order of the numpy expressions in
@@ -32,6 +35,8 @@ cdef extern from "update_rules.h" nogil:
     ctypedef void (*scale_fn "ab_scale_fn")(float* out, const float* old, Py_ssize_t n,
                                             float keep) noexcept
     ctypedef double (*sum_squares_fn "ab_sum_squares_fn")(const float* x, Py_ssize_t n) noexcept
+    ctypedef double (*sum_squares_rows_fn "ab_sum_squares_rows_fn")(
+        const float* x, const uint8_t* used, Py_ssize_t n_rows, Py_ssize_t row_size) noexcept
     enum:
         N_RULES "AB_N_RULES"
         N_LEVELS "AB_N_LEVELS"
@@ -39,8 +44,10 @@ cdef extern from "update_rules.h" nogil:
     const int ab_rule_states[]
     const char* ab_level_names[]
     const rule_fn ab_rule_table[][N_RULES]
+    const rule_fn ab_zero_rule_table[][N_RULES]
     const scale_fn ab_scale_table[]
     const sum_squares_fn ab_sum_squares_table[]
+    const sum_squares_rows_fn ab_sum_squares_rows_table[]
     int ab_level_runs(int level)
 
 cdef enum:
@@ -131,6 +138,7 @@ cdef class Slot:
     cdef int n_states
     cdef Py_ssize_t n, row_size, n_rows
     cdef uint8_t* used
+    cdef bint by_rows                 # this step: the gradient is +0 off the marked rows
 
     def __init__(self, values, grad, states, used_mask=None, Py_ssize_t row_size=0, owner=None):
         states = list(states)
@@ -180,6 +188,13 @@ cdef class Slot:
         else:
             self.theta = self.out = self.buf.writable()
         return 0
+
+    cdef bint _zero_off_marks(self):
+        """Whether the gradient is known to be +0 on the rows the mask does not mark: a
+        table whose owner says nothing else wrote it (`_grad_off_marks` false; see
+        LookupParameters)."""
+        return (self.used != NULL and self.owner is not None
+                and not getattr(self.owner, "_grad_off_marks", True))
 
     cdef void _done(self) noexcept:
         if self.buf is not None:
@@ -249,8 +264,29 @@ cdef void run_dense(rule_fn loop, float* theta, const float* old, float* g, floa
     pool_run(dense_part, &job, parts(&job))
 
 
-cdef void run_slot(rule_fn loop, Slot sl, const Hyper* h) noexcept nogil:
-    run_dense(loop, sl.out, sl.theta, sl.g, sl.s, sl.n_states, sl.n, h)
+cdef void run_slot(rule_fn loop, rule_fn zero, Slot sl, const Hyper* h) noexcept nogil:
+    """A dense step of every element; of a table by runs of rows when its gradient is
+    +0 off the marked rows (sl.by_rows): the marked ones through the rule, the others
+    through its zero loop. Each element is stepped on its own, so the runs give the
+    numbers of one pass."""
+    if not sl.by_rows:
+        run_dense(loop, sl.out, sl.theta, sl.g, sl.s, sl.n_states, sl.n, h)
+        return
+    cdef float* st[MAX_STATES]
+    cdef Py_ssize_t r = 0, r1, off
+    cdef bint marked
+    cdef int k
+    while r < sl.n_rows:
+        marked = sl.used[r] != 0
+        r1 = r + 1
+        while r1 < sl.n_rows and (sl.used[r1] != 0) == marked:
+            r1 += 1
+        off = r * sl.row_size
+        for k in range(MAX_STATES):
+            st[k] = sl.s[k] + off if k < sl.n_states else NULL
+        run_dense(loop if marked else zero, sl.out + off, sl.theta + off, sl.g + off, st,
+                  sl.n_states, (r1 - r) * sl.row_size, h)
+        r = r1
 
 
 cdef class _Decay:
@@ -341,6 +377,7 @@ def step(object trainer, int rule, list dense, list sparse, list decayed, list u
     if not 0 <= rule < N_RULES:
         raise ValueError(f"unknown rule {rule}")
     cdef rule_fn loop = ab_rule_table[LEVEL][rule]
+    cdef rule_fn zero = ab_zero_rule_table[LEVEL][rule]
     cdef int needs = ab_rule_states[rule]
     cdef Hyper h = Hyper(lr=<float>lr, mom=<float>mom, rho=<float>rho, beta_1=<float>beta_1,
                          beta_2=<float>beta_2, eps=<float>eps, scale=<float>scale,
@@ -354,6 +391,10 @@ def step(object trainer, int rule, list dense, list sparse, list decayed, list u
         if sl.n_states < needs:
             raise ValueError(f"rule {rule} needs {needs} state arrays")
         sl._prepare(True)
+        sl.by_rows = sl._zero_off_marks()
+    # the tables whose gradient is all +0 after the step, off their (cleared) marks too
+    zeroed = [sl.owner for sl in dense if sl.used != NULL and sl.owner is not None
+              and hasattr(sl.owner, "_grad_off_marks")]
     for sl in sparse:
         if sl.n_states < needs:
             raise ValueError(f"rule {rule} needs {needs} state arrays")
@@ -375,10 +416,12 @@ def step(object trainer, int rule, list dense, list sparse, list decayed, list u
         d.out = d.buf.step_target()
     # from here on, no Python code: the step completes before a signal is handled
     for sl in dense:
-        run_slot(loop, sl, &h)
+        run_slot(loop, zero, sl, &h)
         sl._done()
         if sl.used != NULL:
             memset(sl.used, 0, sl.n_rows)
+    for owner in zeroed:
+        owner._grad_off_marks = False
     h.keep = 1
     for sl in sparse:
         if sl.used != NULL:
@@ -423,7 +466,10 @@ def squared_norm(list dense, list sparse):
     cdef Slot sl
     cdef Py_ssize_t r
     for sl in dense:
-        total += sum_squares(sl.g, sl.n)
+        if sl._zero_off_marks():
+            total += ab_sum_squares_rows_table[LEVEL](sl.g, sl.used, sl.n_rows, sl.row_size)
+        else:
+            total += sum_squares(sl.g, sl.n)
     for sl in sparse:
         if sl.used == NULL:
             continue
