@@ -259,9 +259,10 @@ class Trainer:
             sparse = []
         # (the step unmarks the tables it updates; the others keep their gradient, no
         # longer marked)
-        unmark = [lp._used_mask for lp, _ in lookups if not lp._updated]
+        unmark = []
         for lp, _ in lookups:
             if not lp._updated:
+                unmark.append(lp._used_mask)
                 lp._grad_off_marks = True
         lookups = [lp for lp, _ in lookups]
         scale, clipped = self._clip_scale(dense, sparse)

@@ -55,80 +55,74 @@ typedef void (*ab_rule_fn)(float* theta, const float* old, float* grad, float* s
 #define AB_GRAD_ZERO                                                              \
     const float g = g_zero;
 
-#define AB_STEP_sgd(OLD, GRAD)                                                 \
-    GRAD                                                                       \
+#define AB_STEP_sgd(OLD, GRAD)                                                    \
+    GRAD                                                                          \
     theta[i] = (OLD[i] - h.lr * g) * h.keep;
 
 /* s0: the velocity v */
-#define AB_STEP_momentum(OLD, GRAD)                                            \
-    GRAD                                                                       \
+#define AB_STEP_momentum(OLD, GRAD)                                               \
+    GRAD                                                                          \
     s0[i] = s0[i] * h.mom - h.lr * g;                                             \
     theta[i] = (OLD[i] + s0[i]) * h.keep;
 
 /* s0: the sum of squared gradients G */
-#define AB_STEP_adagrad(OLD, GRAD)                                             \
-    GRAD                                                                       \
+#define AB_STEP_adagrad(OLD, GRAD)                                                \
+    GRAD                                                                          \
     s0[i] = s0[i] + g * g;                                                        \
     theta[i] = (OLD[i] - h.lr * g / sqrtf(s0[i] + h.eps)) * h.keep;
 
 /* s0, s1: the running averages Eg (squared gradients) and Ed (squared steps) */
-#define AB_STEP_adadelta(OLD, GRAD)                                            \
-    GRAD                                                                       \
+#define AB_STEP_adadelta(OLD, GRAD)                                               \
+    GRAD                                                                          \
     s0[i] = h.rho * s0[i] + (1.0f - h.rho) * g * g;                               \
     const float d = -g * sqrtf(s1[i] + h.eps) / sqrtf(s0[i] + h.eps);             \
     s1[i] = h.rho * s1[i] + (1.0f - h.rho) * d * d;                               \
     theta[i] = (OLD[i] + d) * h.keep;
 
 /* s0: the running average Eg of the squared gradients */
-#define AB_STEP_rmsprop(OLD, GRAD)                                             \
-    GRAD                                                                       \
+#define AB_STEP_rmsprop(OLD, GRAD)                                                \
+    GRAD                                                                          \
     s0[i] = h.rho * s0[i] + (1.0f - h.rho) * g * g;                               \
     theta[i] = (OLD[i] - h.lr * g / sqrtf(s0[i] + h.eps)) * h.keep;
 
 /* Adam and AMSGrad: s0, s1 the moments m and v; the step divides by sqrt(V) */
 #define AB_ADAM_MOMENTS(GRAD)                                                     \
-    GRAD                                                                       \
+    GRAD                                                                          \
     s0[i] = h.beta_1 * s0[i] + (1.0f - h.beta_1) * g;                             \
     s1[i] = h.beta_2 * s1[i] + (1.0f - h.beta_2) * g * g;
 #define AB_ADAM_STEP(OLD, V)                                                      \
     theta[i] = (OLD[i] - h.lr * s0[i] / (sqrtf(V) + h.eps)) * h.keep;
 
-#define AB_STEP_adam(OLD, GRAD)                                                \
+#define AB_STEP_adam(OLD, GRAD)                                                   \
     AB_ADAM_MOMENTS(GRAD)                                                         \
     AB_ADAM_STEP(OLD, s1[i])
 
 /* s2: vhat = max(vhat, v), np.maximum's: a NaN on either side wins */
-#define AB_STEP_amsgrad(OLD, GRAD)                                             \
+#define AB_STEP_amsgrad(OLD, GRAD)                                                \
     AB_ADAM_MOMENTS(GRAD)                                                         \
     s2[i] = (s2[i] >= s1[i] || s2[i] != s2[i]) ? s2[i] : s1[i];                   \
     AB_ADAM_STEP(OLD, s2[i])
 
-/* A rule at one level, and its loop on a known +0 gradient: each the in-place loop
- * when theta is old, else the other. */
-#define AB_DEFINE_RULE(NAME, LEVEL, TARGET)                                       \
-TARGET static void ab_##NAME##_##LEVEL(float* restrict theta, const float* restrict old, \
+/* A rule at one level, and its loop on a known +0 gradient (`zero`): one loop each,
+ * with GRAD choosing how g is had and PRE what it needs first; the in-place loop when
+ * theta is old, else the other. */
+#define AB_DEFINE_LOOP(NAME, SUFFIX, LEVEL, TARGET, GRAD, PRE)                    \
+TARGET static void ab_##NAME##SUFFIX##_##LEVEL(float* restrict theta, const float* restrict old, \
         float* restrict grad, float* restrict s0, float* restrict s1, float* restrict s2, \
         ptrdiff_t n, const ab_hyper* hp) {                                        \
     const ab_hyper h = *hp;                                                       \
-    (void)s0; (void)s1; (void)s2;                                                 \
-    if (theta == old) {                                                           \
-        for (ptrdiff_t i = 0; i < n; i++) { AB_STEP_##NAME(theta, AB_GRAD) }      \
-    } else {                                                                      \
-        for (ptrdiff_t i = 0; i < n; i++) { AB_STEP_##NAME(old, AB_GRAD) }        \
-    }                                                                             \
-}                                                                                 \
-TARGET static void ab_##NAME##_zero_##LEVEL(float* restrict theta, const float* restrict old, \
-        float* restrict grad, float* restrict s0, float* restrict s1, float* restrict s2, \
-        ptrdiff_t n, const ab_hyper* hp) {                                        \
-    const ab_hyper h = *hp;                                                       \
-    const float g_zero = 0.0f * h.scale;                                          \
+    PRE                                                                           \
     (void)grad; (void)s0; (void)s1; (void)s2;                                     \
     if (theta == old) {                                                           \
-        for (ptrdiff_t i = 0; i < n; i++) { AB_STEP_##NAME(theta, AB_GRAD_ZERO) } \
+        for (ptrdiff_t i = 0; i < n; i++) { AB_STEP_##NAME(theta, GRAD) }         \
     } else {                                                                      \
-        for (ptrdiff_t i = 0; i < n; i++) { AB_STEP_##NAME(old, AB_GRAD_ZERO) }   \
+        for (ptrdiff_t i = 0; i < n; i++) { AB_STEP_##NAME(old, GRAD) }           \
     }                                                                             \
 }
+#define AB_DEFINE_RULE(NAME, LEVEL, TARGET)                                       \
+    AB_DEFINE_LOOP(NAME, , LEVEL, TARGET, AB_GRAD, )                              \
+    AB_DEFINE_LOOP(NAME, _zero, LEVEL, TARGET, AB_GRAD_ZERO,                      \
+                   const float g_zero = 0.0f * h.scale;)
 
 /* The other loops of a step at one level: the weight decay of a parameter no rule
  * stepped, and the clipping norm's sum of squares in double (eight accumulators,

@@ -7,10 +7,10 @@ factor and zero the gradient. A lookup table with sparse updates runs the same l
 each row its used-row mask marks. A table with dense updates whose gradient only
 backward wrote (backward marks every row it adds into) has a +0 gradient on the rows
 not marked: there the rule's `zero` loop runs, which neither reads nor zeroes that
-gradient (a fourth less memory traffic for Adam) and gives the same numbers. The loops are in update_rules.h, one per rule, each
-compiled for AVX-512, AVX2 and the baseline; the level is the best this processor runs,
-or the one AUTOBATCH_UPDATE_SIMD (avx512f, avx2, default or auto) or set_simd_level
-chooses. The arithmetic is float32 in the order of the numpy expressions in
+gradient (a fourth less memory traffic for Adam) and gives the same numbers. The
+loops are in update_rules.h, one per rule, each compiled for AVX-512, AVX2 and the
+baseline; the level is the best this processor runs, or the one AUTOBATCH_UPDATE_SIMD
+(avx512f, avx2, default or auto) or set_simd_level chooses. The arithmetic is float32 in the order of the numpy expressions in
 autobatch/model/trainers.py (which stay the rules' reference and the path of Python
 subclasses that override `rule`), so the numbers are the same at every level; this
 module is built with -ffp-contract=off so that no FMA changes a rounding.
@@ -393,7 +393,7 @@ def step(object trainer, int rule, list dense, list sparse, list decayed, list u
         sl._prepare(True)
         sl.by_rows = sl._zero_off_marks()
     # the tables whose gradient is all +0 after the step, off their (cleared) marks too
-    zeroed = [sl.owner for sl in dense if sl.used != NULL and sl.owner is not None
+    zeroed = [sl.owner for sl in dense if sl.used != NULL
               and hasattr(sl.owner, "_grad_off_marks")]
     for sl in sparse:
         if sl.n_states < needs:
